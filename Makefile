@@ -1,0 +1,50 @@
+# sparklet: every target a developer or CI needs. Tools are built from Go
+# modules into the git-ignored bin/ and rebuilt only when their pin changes.
+SHELL := /bin/bash
+BIN   := $(CURDIR)/bin
+GO    ?= go
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION)
+export PATH := $(BIN):$(PATH)
+
+.PHONY: all build test unit-test e2e-test lint demo bench cluster-binaries cluster-up cluster-down chart-test clean
+
+all: build
+
+build: $(BIN)/sparklet
+
+$(BIN)/sparklet: $(shell find . -name '*.go' -not -path './bin/*' -not -path './hack/cluster/*') go.mod go.sum
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sparklet
+
+# The real control plane (etcd, kube-apiserver, kube-scheduler,
+# kube-controller-manager, kwok), built from the separate module hack/cluster.
+cluster-binaries:
+	@hack/cluster/build.sh $(BIN)
+
+test: build cluster-binaries
+	$(GO) vet ./...
+	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
+
+unit-test:
+	$(GO) test -count=1 -short ./...
+
+lint:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
+	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+
+demo: build cluster-binaries
+	@hack/demo.sh
+
+bench: build cluster-binaries
+	@echo "make bench: not yet (issue 7)"
+
+cluster-up: build cluster-binaries
+	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster
+
+cluster-down:
+	@$(GO) run ./hack/localcluster down --dir $(CURDIR)/.cache/cluster
+
+clean:
+	rm -rf $(BIN) .cache
