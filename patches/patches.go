@@ -1,0 +1,36 @@
+// Package patches turns a plain pod labelled spark-role=driver into a
+// client-mode Spark driver, and an executor pod into one that obeys the
+// executor policy. It is pure: no HTTP, no admission types, no logging.
+package patches
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/policy"
+)
+
+// Input is everything a driver pod is patched with besides the pod itself.
+type Input struct {
+	// Namespace is the namespace the pod is created in; a pod from a
+	// template may not carry it yet.
+	Namespace string
+	Policy    *policy.Effective
+	// Version is recorded in the status annotation.
+	Version string
+}
+
+// Refused is returned when policy forbids a pod. Its message names the field
+// and what the user can do about it.
+type Refused struct {
+	Reason  string // short machine-readable reason, e.g. "image-not-allowed"
+	Message string
+}
+
+func (r *Refused) Error() string { return r.Message }
+
+// Driver patches pod in place. It returns a non-empty skip reason when the
+// pod is left alone (not a driver, opted out), a *Refused when policy forbids
+// the pod, or another error for input it cannot handle.
+func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
+	return "not implemented", nil
+}
