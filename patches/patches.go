@@ -4,8 +4,6 @@
 package patches
 
 import (
-	corev1 "k8s.io/api/core/v1"
-
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -17,6 +15,9 @@ type Input struct {
 	Policy    *policy.Effective
 	// Version is recorded in the status annotation.
 	Version string
+	// AppID, when set, is used instead of a generated application id for a
+	// pod that has none (tests and offline rendering use it).
+	AppID string
 }
 
 // Refused is returned when policy forbids a pod. Its message names the field
@@ -27,10 +28,3 @@ type Refused struct {
 }
 
 func (r *Refused) Error() string { return r.Message }
-
-// Driver patches pod in place. It returns a non-empty skip reason when the
-// pod is left alone (not a driver, opted out), a *Refused when policy forbids
-// the pod, or another error for input it cannot handle.
-func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
-	return "not implemented", nil
-}

@@ -3,15 +3,137 @@
 // limits and allowed images. It is decoded strictly and validated at load.
 package policy
 
-// Policy is the whole policy document. (Fields are filled in by the policy work.)
-type Policy struct{}
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
-// Effective is the policy as it applies to one namespace: cluster defaults,
-// overridden by the namespace's section, then the cluster's enforced values.
-type Effective struct{}
+	"github.com/sparklet/sparklet/fetch"
+)
 
-// Parse decodes and validates a policy document.
-func Parse(data []byte) (*Policy, error) { return &Policy{}, nil }
+// Policy is the whole policy document.
+type Policy struct {
+	// Spark holds Spark configuration for every driver (and so its executors).
+	Spark SparkConf `json:"spark,omitempty"`
+	// Driver and Executor hold pod settings for driver and executor pods.
+	Driver   PodRules `json:"driver,omitempty"`
+	Executor PodRules `json:"executor,omitempty"`
+	// Namespaces overrides cluster defaults per namespace. Cluster enforced
+	// values always win over a namespace section.
+	Namespaces map[string]Namespace `json:"namespaces,omitempty"`
+	// Credentials are Secrets exposed to drivers and executors.
+	Credentials []Credential `json:"credentials,omitempty"`
+	Limits      Limits       `json:"limits,omitempty"`
+	// AllowedImages are path.Match patterns; when set, every driver and
+	// executor image must match one of them.
+	AllowedImages []string `json:"allowedImages,omitempty"`
+	// Sidecar configures the injected sparklet sidecar.
+	Sidecar Sidecar `json:"sidecar,omitempty"`
+	// LocalDirs configures the spark-local-dir-* emptyDirs.
+	LocalDirs LocalDirs `json:"localDirs,omitempty"`
+	// HadoopConfigMap names a ConfigMap in the pod's namespace mounted as
+	// HADOOP_CONF_DIR.
+	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
+	// Fetch restricts the remote dependencies a pod may ask for.
+	Fetch fetch.Policy `json:"fetch,omitempty"`
+}
 
-// For returns the policy in effect for a namespace.
-func (p *Policy) For(namespace string) *Effective { return &Effective{} }
+// SparkConf holds Spark properties. Defaults yield to the namespace and the
+// pod; Enforced values win over everything, and a pod that contradicts one
+// is refused.
+type SparkConf struct {
+	Defaults map[string]string `json:"defaults,omitempty"`
+	Enforced map[string]string `json:"enforced,omitempty"`
+}
+
+// PodRules holds the defaults and enforced values for one kind of pod.
+type PodRules struct {
+	Defaults PodSettings `json:"defaults,omitempty"`
+	Enforced PodSettings `json:"enforced,omitempty"`
+}
+
+// PodSettings are the pod fields the policy can set. Env, volumes and
+// mounts apply to the Spark container and are matched by name.
+type PodSettings struct {
+	Env                      []corev1.EnvVar               `json:"env,omitempty"`
+	Volumes                  []corev1.Volume               `json:"volumes,omitempty"`
+	VolumeMounts             []corev1.VolumeMount          `json:"volumeMounts,omitempty"`
+	Tolerations              []corev1.Toleration           `json:"tolerations,omitempty"`
+	NodeSelector             map[string]string             `json:"nodeSelector,omitempty"`
+	Labels                   map[string]string             `json:"labels,omitempty"`
+	Annotations              map[string]string             `json:"annotations,omitempty"`
+	PriorityClassName        string                        `json:"priorityClassName,omitempty"`
+	SchedulerName            string                        `json:"schedulerName,omitempty"`
+	ServiceAccountName       string                        `json:"serviceAccountName,omitempty"`
+	SecurityContext          *corev1.PodSecurityContext    `json:"securityContext,omitempty"`
+	ContainerSecurityContext *corev1.SecurityContext       `json:"containerSecurityContext,omitempty"`
+	ImagePullSecrets         []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+	Resources                *corev1.ResourceRequirements  `json:"resources,omitempty"`
+	// AllowHostPath lets executor pods carry hostPath volumes (executor
+	// rules only; the sidecar refuses them otherwise).
+	AllowHostPath *bool `json:"allowHostPath,omitempty"`
+}
+
+// Namespace is one namespace's section of the policy.
+type Namespace struct {
+	Spark       SparkConf     `json:"spark,omitempty"`
+	Driver      PodRules      `json:"driver,omitempty"`
+	Executor    PodRules      `json:"executor,omitempty"`
+	Credentials []Credential  `json:"credentials,omitempty"`
+	Limits      Limits        `json:"limits,omitempty"`
+	Fetch       *fetch.Policy `json:"fetch,omitempty"`
+	// AllowedImages narrows the cluster list: an image must match both.
+	AllowedImages []string `json:"allowedImages,omitempty"`
+}
+
+// Credential exposes keys of a Secret in the pod's namespace as env vars,
+// as files, or both.
+type Credential struct {
+	// Name identifies the credential; it names the injected volume.
+	Name       string          `json:"name"`
+	SecretName string          `json:"secretName"`
+	Env        []CredentialEnv `json:"env,omitempty"`
+	// MountPath, when set, mounts the whole Secret read-only there.
+	MountPath string `json:"mountPath,omitempty"`
+	// To lists "driver" and/or "executor"; empty means both.
+	To []string `json:"to,omitempty"`
+}
+
+// CredentialEnv maps one Secret key to one env var.
+type CredentialEnv struct {
+	Name string `json:"name"`
+	Key  string `json:"key"`
+}
+
+// Limits caps what one application may ask for. Zero means no limit.
+type Limits struct {
+	MaxExecutors int           `json:"maxExecutors,omitempty"`
+	Driver       ResourceLimit `json:"driver,omitempty"`
+	Executor     ResourceLimit `json:"executor,omitempty"`
+}
+
+// ResourceLimit caps one pod's Spark container.
+type ResourceLimit struct {
+	MaxCores  *resource.Quantity `json:"maxCores,omitempty"`
+	MaxMemory *resource.Quantity `json:"maxMemory,omitempty"`
+}
+
+// Sidecar configures the injected sidecar container.
+type Sidecar struct {
+	Image           string                       `json:"image,omitempty"`
+	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
+	Port            int32                        `json:"port,omitempty"`
+	MetricsPort     int32                        `json:"metricsPort,omitempty"`
+	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// CreateQPS and CreateConcurrency bound executor creation.
+	CreateQPS         float64 `json:"createQPS,omitempty"`
+	CreateConcurrency int     `json:"createConcurrency,omitempty"`
+	// TokenExpirationSeconds is the projected service-account token's lifetime.
+	TokenExpirationSeconds int64 `json:"tokenExpirationSeconds,omitempty"`
+}
+
+// LocalDirs configures Spark's scratch space.
+type LocalDirs struct {
+	Count     int                  `json:"count,omitempty"`
+	SizeLimit *resource.Quantity   `json:"sizeLimit,omitempty"`
+	Medium    corev1.StorageMedium `json:"medium,omitempty"`
+}

@@ -1,0 +1,59 @@
+// Package podpatch computes the JSON patch from a pod as it was sent to the
+// pod sparklet made of it, without losing fields our Pod type does not know.
+package podpatch
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"gomodules.xyz/jsonpatch/v2"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Mutate decodes raw into a Pod, lets mutate change it, and returns the
+// JSON patch from raw to the result. A pod that mutate leaves unchanged
+// gives an empty patch.
+//
+// Decoding and re-encoding drops fields that our k8s.io/api does not know
+// (a newer cluster's Pod fields) and adds empty ones (`status: {}`). The ops
+// that this round trip alone produces are dropped from the patch, so the
+// unknown fields survive and an unchanged pod gives no patch.
+// controller-runtime's admission package drops the removals the same way
+// (dropSchemeRemovals), after kueue#2878.
+func Mutate(raw []byte, mutate func(*corev1.Pod) error) ([]jsonpatch.Operation, error) {
+	var pod corev1.Pod
+	if err := json.Unmarshal(raw, &pod); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	roundTrip, err := json.Marshal(&pod)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	if err := mutate(&pod); err != nil {
+		return nil, err
+	}
+	mutated, err := json.Marshal(&pod)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod: %w", err)
+	}
+	ops, err := jsonpatch.CreatePatch(raw, mutated)
+	if err != nil {
+		return nil, fmt.Errorf("diff pod: %w", err)
+	}
+	lost, err := jsonpatch.CreatePatch(raw, roundTrip)
+	if err != nil {
+		return nil, fmt.Errorf("diff pod round trip: %w", err)
+	}
+	artefacts := map[string]bool{}
+	for _, op := range lost {
+		artefacts[op.Json()] = true
+	}
+	out := ops[:0]
+	for _, op := range ops {
+		if artefacts[op.Json()] {
+			continue
+		}
+		out = append(out, op)
+	}
+	return out, nil
+}

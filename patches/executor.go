@@ -1,0 +1,110 @@
+package patches
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sparklet/sparklet/policy"
+)
+
+// ExecutorInput is everything an executor pod is patched with besides the pod.
+type ExecutorInput struct {
+	Policy *policy.Effective
+	// Driver is the driver pod; executors get a controller owner reference to it.
+	Driver *corev1.Pod
+	// AppID is the application's spark-app-selector value.
+	AppID string
+}
+
+// executorContainerNames mark the executor's Spark container
+// (BasicExecutorFeatureStep names it spark-kubernetes-executor).
+var executorContainerNames = []string{"spark-kubernetes-executor", "executor", "spark"}
+
+// Executor validates an executor pod the JVM asked for and patches it with
+// the executor policy. It returns a *Refused naming the rule it breaks.
+func Executor(pod *corev1.Pod, in ExecutorInput) error {
+	if err := checkExecutor(pod, in); err != nil {
+		return err
+	}
+	i, err := findContainer(pod, executorContainerNames)
+	if err != nil {
+		return err
+	}
+	c := &pod.Spec.Containers[i]
+	pol := in.Policy
+	applySettings(pod, c, pol.Executor.Defaults, false)
+	applySettings(pod, c, pol.Executor.Enforced, true)
+	applyCredentials(pod, c, pol.CredentialsFor("executor"))
+	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
+		return err
+	}
+	off := false
+	pod.Spec.AutomountServiceAccountToken = &off
+	pod.Labels[LabelManaged] = "true"
+	if in.Driver != nil {
+		setController(pod, in.Driver)
+	}
+	return nil
+}
+
+func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
+	if pod.Labels[LabelRole] != "executor" {
+		return &Refused{Reason: "not-executor", Message: fmt.Sprintf(
+			"pod %q is not an executor: label %s must be \"executor\"", pod.Name, LabelRole)}
+	}
+	if got := pod.Labels[LabelAppID]; got != in.AppID {
+		return &Refused{Reason: "other-app", Message: fmt.Sprintf(
+			"pod %q has label %s=%q, but this driver's application is %q", pod.Name, LabelAppID, got, in.AppID)}
+	}
+	pol := in.Policy
+	if pod.Spec.HostNetwork || pod.Spec.HostPID || pod.Spec.HostIPC {
+		return &Refused{Reason: "host-namespace", Message: fmt.Sprintf(
+			"executor %q asks for the host's network, PID or IPC namespace, which the sparklet policy forbids", pod.Name)}
+	}
+	allowHostPath := pol.Executor.Enforced.AllowHostPath
+	if allowHostPath == nil {
+		allowHostPath = pol.Executor.Defaults.AllowHostPath
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.HostPath != nil && (allowHostPath == nil || !*allowHostPath) {
+			return &Refused{Reason: "host-path", Message: fmt.Sprintf(
+				"executor %q mounts hostPath volume %q (%s); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true",
+				pod.Name, v.Name, v.HostPath.Path)}
+		}
+	}
+	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+		for _, c := range list {
+			if sc := c.SecurityContext; sc != nil && sc.Privileged != nil && *sc.Privileged {
+				return &Refused{Reason: "privileged", Message: fmt.Sprintf(
+					"executor %q container %q is privileged, which the sparklet policy forbids", pod.Name, c.Name)}
+			}
+			if err := pol.CheckImage(c.Image); err != nil {
+				return &Refused{Reason: "image-not-allowed", Message: fmt.Sprintf("executor %q container %q: %v", pod.Name, c.Name, err)}
+			}
+		}
+	}
+	return nil
+}
+
+// setController makes the driver pod the executor's controller, replacing a
+// reference to the same driver that Spark may have set already.
+func setController(pod, driver *corev1.Pod) {
+	yes := true
+	ref := metav1.OwnerReference{
+		APIVersion: "v1", Kind: "Pod", Name: driver.Name, UID: driver.UID,
+		Controller: &yes, BlockOwnerDeletion: &yes,
+	}
+	refs := pod.OwnerReferences[:0:0]
+	for _, r := range pod.OwnerReferences {
+		if r.UID == driver.UID || (r.Controller != nil && *r.Controller) {
+			continue
+		}
+		refs = append(refs, r)
+	}
+	pod.OwnerReferences = append(refs, ref)
+}
+
+func intstrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }

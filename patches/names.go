@@ -1,0 +1,40 @@
+package patches
+
+// Labels and annotations sparklet reads and writes.
+const (
+	LabelRole   = "spark-role"         // Spark's own: "driver" or "executor"
+	LabelAppID  = "spark-app-selector" // Spark's own: the application id
+	LabelExecID = "spark-exec-id"      // Spark's own: the executor id
+
+	AnnotationInject        = "sparklet.io/inject"         // "false" opts a pod out
+	AnnotationContainer     = "sparklet.io/container"      // names the Spark container
+	AnnotationSparkConf     = "sparklet.io/spark-conf"     // the user's Spark conf, spark-defaults format
+	AnnotationEffectiveConf = "sparklet.io/effective-conf" // what the driver runs with
+	AnnotationStatus        = "sparklet.io/status"         // what was injected
+	LabelManaged            = "sparklet.io/managed"        // "true" on executors the sidecar created
+)
+
+// Names and paths of what sparklet injects.
+const (
+	SidecarName   = "sparklet-sidecar"
+	InitName      = "sparklet-init"
+	VolumeConf    = "sparklet-conf"
+	VolumeJVM     = "sparklet-jvm"
+	VolumeToken   = "sparklet-sa-token"
+	VolumeDeps    = "sparklet-deps"
+	VolumeHadoop  = "sparklet-hadoop-conf"
+	VolumeLocal   = "spark-local-dir-" // followed by 1, 2, ...
+	VolumeCredPfx = "sparklet-cred-"   // followed by the credential's name
+
+	ConfDir               = "/opt/sparklet/conf"
+	ConfFile              = "spark-defaults.conf"
+	FetchFile             = "fetch"
+	PodInfoDir            = "/etc/sparklet/podinfo"
+	JVMDir                = "/var/run/sparklet/jvm"
+	TokenFile             = JVMDir + "/token"
+	ServiceAccount        = "/var/run/secrets/kubernetes.io/serviceaccount"
+	HadoopConfDir         = "/opt/hadoop/conf"
+	LocalDirRoot          = "/var/data/"
+	CredentialsRoot       = "/var/run/secrets/sparklet/"
+	sidecarUID      int64 = 65532
+)

@@ -1,0 +1,69 @@
+package policy
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/internal/version"
+)
+
+// Built-in values used where the policy is silent.
+const (
+	DefaultSidecarPort        = 7443
+	DefaultSidecarMetricsPort = 7444
+	DefaultCreateQPS          = 50
+	DefaultCreateConcurrency  = 16
+	DefaultTokenExpiration    = 3600
+	DefaultLocalDirs          = 1
+)
+
+// DefaultSidecarImage is the sidecar image of this build.
+func DefaultSidecarImage() string { return "ghcr.io/sparklet/sparklet:" + version.Version }
+
+// Default returns the built-in policy: good enough to try sparklet out.
+func Default() *Policy {
+	p, err := Parse(nil)
+	if err != nil {
+		panic("built-in policy is invalid: " + err.Error())
+	}
+	return p
+}
+
+func (p *Policy) setDefaults() {
+	s := &p.Sidecar
+	if s.Image == "" {
+		s.Image = DefaultSidecarImage()
+	}
+	if s.ImagePullPolicy == "" {
+		s.ImagePullPolicy = corev1.PullIfNotPresent
+	}
+	if s.Port == 0 {
+		s.Port = DefaultSidecarPort
+	}
+	if s.MetricsPort == 0 {
+		s.MetricsPort = DefaultSidecarMetricsPort
+	}
+	if s.CreateQPS == 0 {
+		s.CreateQPS = DefaultCreateQPS
+	}
+	if s.CreateConcurrency == 0 {
+		s.CreateConcurrency = DefaultCreateConcurrency
+	}
+	if s.TokenExpirationSeconds == 0 {
+		s.TokenExpirationSeconds = DefaultTokenExpiration
+	}
+	if s.Resources == nil {
+		s.Resources = &corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{
+				corev1.ResourceCPU:    resource.MustParse("50m"),
+				corev1.ResourceMemory: resource.MustParse("64Mi"),
+			},
+			Limits: corev1.ResourceList{
+				corev1.ResourceMemory: resource.MustParse("256Mi"),
+			},
+		}
+	}
+	if p.LocalDirs.Count == 0 {
+		p.LocalDirs.Count = DefaultLocalDirs
+	}
+}

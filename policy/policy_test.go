@@ -1,0 +1,120 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseErrorsNameTheField(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"unknown top-level", "spakr: {}", "spakr: unknown field"},
+		{"unknown nested", "driver:\n  defaults:\n    nodeSelektor: {a: b}", "driver.defaults.nodeSelektor: unknown field"},
+		{"unknown in list", "credentials:\n- name: s3\n  secretName: s\n  mountPath: /x\n  envv: []", "credentials[0].envv: unknown field"},
+		{"unknown in corev1 type", "driver:\n  defaults:\n    env:\n    - {name: A, vaule: b}", "driver.defaults.env[0].vaule: unknown field"},
+		{"unknown in namespace", "namespaces:\n  team-a:\n    limits: {maxExecutor: 3}", "namespaces.team-a.limits.maxExecutor: unknown field"},
+		{"wrong type", "limits: {maxExecutors: many}", "maxExecutors"},
+		{"reserved key", "spark:\n  enforced:\n    spark.master: local", "spark.enforced.spark.master: reserved"},
+		{"not a spark key", "spark:\n  defaults:\n    executor.cores: '2'", `spark.defaults.executor.cores: Spark properties start with "spark."`},
+		{"credential without secret", "credentials:\n- name: s3\n  env: [{name: A, key: b}]", "credentials[0].secretName: required"},
+		{"credential target", "credentials:\n- {name: s3, secretName: s, mountPath: /s, to: [jvm]}", `credentials[0].to[0]: must be "driver" or "executor"`},
+		{"bad pattern", "allowedImages: ['apache/[spark']", "allowedImages[0]"},
+		{"spark port", "sidecar: {port: 4040}", "sidecar.port: 4040 is one of Spark's own ports"},
+		{"bad quantity", "limits:\n  executor: {maxMemory: lots}", "maxMemory"},
+		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
+		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
+		{"not a mapping", "- a\n- b", "must be a mapping"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestDefaultPolicy(t *testing.T) {
+	e := Default().For("x")
+	if e.Sidecar.Port != DefaultSidecarPort || e.Sidecar.Image == "" || e.LocalDirs.Count != 1 {
+		t.Errorf("defaults not filled: %+v", e.Sidecar)
+	}
+	if err := e.CheckImage("anything:1"); err != nil {
+		t.Errorf("no allow-list must allow every image: %v", err)
+	}
+}
+
+const layered = `
+spark:
+  defaults: {spark.a: cluster, spark.b: cluster}
+  enforced: {spark.e: cluster}
+driver:
+  defaults:
+    env: [{name: A, value: cluster}, {name: B, value: cluster}]
+    priorityClassName: low
+  enforced:
+    labels: {tier: cluster}
+limits:
+  maxExecutors: 50
+  executor: {maxMemory: 32Gi}
+allowedImages: ["apache/*"]
+credentials: [{name: c1, secretName: s1, mountPath: /c1}]
+namespaces:
+  team-a:
+    spark:
+      defaults: {spark.b: team}
+      enforced: {spark.e: team, spark.f: team}
+    driver:
+      defaults:
+        env: [{name: B, value: team}]
+      enforced:
+        labels: {tier: team, owner: team}
+    limits:
+      maxExecutors: 100
+      executor: {maxMemory: 8Gi}
+    allowedImages: ["apache/spark:*"]
+    credentials: [{name: c2, secretName: s2, env: [{name: K, key: k}], to: [executor]}]
+`
+
+func TestNamespaceLayering(t *testing.T) {
+	p, err := Parse([]byte(layered))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.For("team-a")
+	checks := []struct{ what, got, want string }{
+		{"spark default from cluster", e.Spark.Defaults["spark.a"], "cluster"},
+		{"namespace overrides cluster default", e.Spark.Defaults["spark.b"], "team"},
+		{"cluster enforced beats namespace enforced", e.Spark.Enforced["spark.e"], "cluster"},
+		{"namespace enforced kept", e.Spark.Enforced["spark.f"], "team"},
+		{"cluster enforced label wins", e.Driver.Enforced.Labels["tier"], "cluster"},
+		{"namespace enforced label kept", e.Driver.Enforced.Labels["owner"], "team"},
+		{"scalar default kept", e.Driver.Defaults.PriorityClassName, "low"},
+		{"env merged by name", e.Driver.Defaults.Env[1].Value, "team"},
+		{"stricter memory", e.Limits.Executor.MaxMemory.String(), "8Gi"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s: got %q, want %q", c.what, c.got, c.want)
+		}
+	}
+	if e.Limits.MaxExecutors != 50 {
+		t.Errorf("a namespace may not raise maxExecutors: got %d", e.Limits.MaxExecutors)
+	}
+	if err := e.CheckImage("apache/hadoop:3"); err == nil {
+		t.Error("the namespace list must narrow the cluster list")
+	}
+	if err := e.CheckImage("apache/spark:4.0.0"); err != nil {
+		t.Error(err)
+	}
+	if got := len(e.CredentialsFor("driver")); got != 1 {
+		t.Errorf("driver credentials = %d, want 1", got)
+	}
+	if got := len(e.CredentialsFor("executor")); got != 2 {
+		t.Errorf("executor credentials = %d, want 2", got)
+	}
+	other := p.For("elsewhere")
+	if other.Spark.Defaults["spark.b"] != "cluster" || other.Limits.Executor.MaxMemory.String() != "32Gi" {
+		t.Errorf("another namespace must see cluster values: %+v", other.Spark)
+	}
+}
