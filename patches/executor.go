@@ -39,7 +39,8 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 	applySettings(pod, c, pol.Executor.Enforced, true)
 	applyCredentials(pod, c, pol.CredentialsFor("executor"))
 	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
-		return err
+		r := err.(*Refused)
+		return &Refused{Reason: r.Reason, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}
 	}
 	off := false
 	pod.Spec.AutomountServiceAccountToken = &off

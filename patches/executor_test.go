@@ -1,0 +1,119 @@
+package patches
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func executorPod(mod ...func(*corev1.Pod)) *corev1.Pod {
+	yes := true
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   "pi-exec-1",
+			Labels: map[string]string{LabelRole: "executor", LabelAppID: "spark-test", LabelExecID: "1"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "v1", Kind: "Pod", Name: "pi", UID: "driver-uid", Controller: &yes,
+			}},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.4",
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi"),
+				}},
+			}},
+		},
+	}
+	for _, m := range mod {
+		m(p)
+	}
+	return p
+}
+
+func executorInput(t *testing.T) ExecutorInput {
+	driver := driverPod()
+	driver.UID = "driver-uid"
+	return ExecutorInput{Policy: mustPolicy(t, testPolicy), Driver: driver, AppID: "spark-test"}
+}
+
+func TestExecutorPatched(t *testing.T) {
+	pod := executorPod()
+	if err := Executor(pod, executorInput(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "driver-uid" || !*pod.OwnerReferences[0].Controller {
+		t.Errorf("owner references = %+v, want one controller reference to the driver", pod.OwnerReferences)
+	}
+	if pod.Labels[LabelManaged] != "true" {
+		t.Errorf("labels = %v", pod.Labels)
+	}
+	if len(pod.Spec.Tolerations) != 1 || pod.Spec.Tolerations[0].Key != "spot" {
+		t.Errorf("enforced toleration missing: %+v", pod.Spec.Tolerations)
+	}
+	c := pod.Spec.Containers[0]
+	if !hasEnv(c.Env, "AWS_ACCESS_KEY_ID") || !hasMount(c.VolumeMounts, VolumeCredPfx+"s3") {
+		t.Errorf("credential not given to the executor: env %v mounts %v", c.Env, c.VolumeMounts)
+	}
+	if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
+		t.Error("executors must not get a service-account token")
+	}
+	again := pod.DeepCopy()
+	if err := Executor(again, executorInput(t)); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Spec.Volumes) != len(pod.Spec.Volumes) || len(again.Spec.Containers[0].Env) != len(c.Env) || len(again.OwnerReferences) != 1 {
+		t.Error("patching an executor twice added things twice")
+	}
+}
+
+func TestExecutorRefusals(t *testing.T) {
+	yes := true
+	cases := []struct {
+		name, reason string
+		pod          *corev1.Pod
+	}{
+		{"other app", "other-app", executorPod(func(p *corev1.Pod) { p.Labels[LabelAppID] = "spark-other" })},
+		{"not executor", "not-executor", executorPod(func(p *corev1.Pod) { p.Labels[LabelRole] = "driver" })},
+		{"privileged", "privileged", executorPod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
+		})},
+		{"host path", "host-path", executorPod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}}}
+		})},
+		{"host network", "host-namespace", executorPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
+		{"image", "image-not-allowed", executorPod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil:1" })},
+		{"too big", "over-limit", executorPod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Gi")}
+		})},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := Executor(tc.pod, executorInput(t))
+			var r *Refused
+			if !errors.As(err, &r) || r.Reason != tc.reason {
+				t.Fatalf("err = %v, want refusal %s", err, tc.reason)
+			}
+			if !strings.Contains(r.Message, tc.pod.Name) {
+				t.Errorf("message %q does not name the pod", r.Message)
+			}
+		})
+	}
+}
+
+func TestExecutorHostPathAllowed(t *testing.T) {
+	in := executorInput(t)
+	yes := true
+	in.Policy.Executor.Defaults.AllowHostPath = &yes
+	pod := executorPod(func(p *corev1.Pod) {
+		p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
+	})
+	if err := Executor(pod, in); err != nil {
+		t.Fatal(err)
+	}
+}
