@@ -1,0 +1,114 @@
+package patches
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// VerifyDriver checks that a stored pod carries everything the driver
+// injection promises. Tests use it on golden files and on pods read back
+// from a real API server; it returns every problem it finds.
+func VerifyDriver(pod *corev1.Pod) []string {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+
+	var st Status
+	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationStatus]), &st); err != nil {
+		bad("annotation %s: %v", AnnotationStatus, err)
+	}
+	if pod.Labels[LabelAppID] == "" || pod.Labels[LabelAppID] != st.AppID {
+		bad("label %s=%q does not match the status app id %q", LabelAppID, pod.Labels[LabelAppID], st.AppID)
+	}
+	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	if err != nil {
+		bad("annotation %s: %v", AnnotationEffectiveConf, err)
+	}
+	if !strings.HasPrefix(conf["spark.master"], "k8s://http://127.0.0.1:") {
+		bad("spark.master = %q, want the sidecar on 127.0.0.1", conf["spark.master"])
+	}
+	if conf["spark.app.id"] != st.AppID {
+		bad("spark.app.id = %q, want %q", conf["spark.app.id"], st.AppID)
+	}
+	if conf["spark.kubernetes.namespace"] == "" || conf["spark.kubernetes.driver.pod.name"] == "" {
+		bad("namespace or driver pod name missing from the effective conf")
+	}
+	if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
+		bad("spec.automountServiceAccountToken must be false")
+	}
+	if pod.Spec.HostNetwork {
+		bad("spec.hostNetwork is true")
+	}
+
+	var sidecar *corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == SidecarName {
+			sidecar = &pod.Spec.InitContainers[i]
+		}
+	}
+	switch {
+	case sidecar == nil:
+		bad("no %s init container", SidecarName)
+	case sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways:
+		bad("%s is not a native sidecar (restartPolicy: Always)", SidecarName)
+	case sidecar.StartupProbe == nil:
+		bad("%s has no startup probe", SidecarName)
+	case !mountsVolume(*sidecar, VolumeToken):
+		bad("%s does not mount the service-account token", SidecarName)
+	}
+
+	var spark *corev1.Container
+	for i := range pod.Spec.Containers {
+		c := &pod.Spec.Containers[i]
+		if c.Name == st.SparkContainer {
+			spark = c
+		}
+		if mountsVolume(*c, VolumeToken) || mountsPath(*c, ServiceAccount) {
+			bad("container %q can read the service-account token", c.Name)
+		}
+	}
+	if spark == nil {
+		bad("Spark container %q not found", st.SparkContainer)
+		return problems
+	}
+	for _, e := range []string{"SPARK_CONF_DIR", "SPARK_DRIVER_BIND_ADDRESS", "SPARKLET_POD_NAME", "SPARKLET_POD_IP", "KUBERNETES_AUTH_TRYKUBECONFIG"} {
+		if !hasEnv(spark.Env, e) {
+			bad("Spark container lacks env %s", e)
+		}
+	}
+	for _, v := range []string{VolumeConf, VolumeJVM} {
+		if !mountsVolume(*spark, v) {
+			bad("Spark container does not mount %s", v)
+		}
+	}
+	vols := map[string]bool{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = true
+	}
+	for _, v := range st.Volumes {
+		if !vols[v] {
+			bad("status lists volume %s, which the pod lacks", v)
+		}
+	}
+	return problems
+}
+
+func mountsVolume(c corev1.Container, name string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func mountsPath(c corev1.Container, path string) bool {
+	for _, m := range c.VolumeMounts {
+		if m.MountPath == path {
+			return true
+		}
+	}
+	return false
+}
