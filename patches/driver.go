@@ -565,15 +565,15 @@ func (d *driver) addInitContainer() error {
 	if d.fetch == nil {
 		return nil
 	}
-	fp := fetch.Policy{}
-	if len(d.pol.Fetch) > 0 {
-		fp = d.pol.Fetch[len(d.pol.Fetch)-1]
+	args, err := fetch.InitArgs(d.pol.Fetch, PodInfoDir+"/"+FetchFile)
+	if err != nil {
+		return err
 	}
 	init := corev1.Container{
 		Name:            InitName,
 		Image:           d.pol.Sidecar.Image,
 		ImagePullPolicy: d.pol.Sidecar.ImagePullPolicy,
-		Args:            append([]string{"init"}, fetch.InitArgs(fp, PodInfoDir+"/"+FetchFile)...),
+		Args:            append([]string{"init"}, args...),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
 			{Name: VolumeDeps, MountPath: fetch.MountPath},

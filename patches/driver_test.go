@@ -82,13 +82,13 @@ func TestDriverInjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"spark.master":                     "k8s://http://127.0.0.1:7443",
-		"spark.kubernetes.namespace":       "spark-jobs",
-		"spark.app.id":                     "spark-test",
-		"spark.kubernetes.container.image": "apache/spark:3.5.4",
-		"spark.eventLog.enabled":           "true",
-		"spark.executor.instances":         "2",
-		"spark.kubernetes.driver.pod.name": "${env:SPARKLET_POD_NAME}",
+		"spark.master":                                 "k8s://http://127.0.0.1:7443",
+		"spark.kubernetes.namespace":                   "spark-jobs",
+		"spark.app.id":                                 "spark-test",
+		"spark.kubernetes.container.image":             "apache/spark:3.5.4",
+		"spark.eventLog.enabled":                       "true",
+		"spark.executor.instances":                     "2",
+		"spark.kubernetes.driver.pod.name":             "${env:SPARKLET_POD_NAME}",
 		"spark.kubernetes.authenticate.oauthTokenFile": TokenFile,
 	}
 	for k, v := range want {

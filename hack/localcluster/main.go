@@ -1,0 +1,51 @@
+// Command localcluster starts and stops the local control plane for people
+// who want to poke at it with kubectl (make cluster-up, make cluster-down).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sparklet/sparklet/internal/localcluster"
+)
+
+func main() {
+	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
+		fmt.Fprintln(os.Stderr, "usage: localcluster up|down --dir DIR [--bin DIR]")
+		os.Exit(2)
+	}
+	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
+	dir := fs.String("dir", ".cache/cluster", "where the cluster keeps its state and logs")
+	bin := fs.String("bin", "bin", "where the control-plane binaries are")
+	_ = fs.Parse(os.Args[2:])
+	if err := run(os.Args[1], *dir, *bin); err != nil {
+		fmt.Fprintln(os.Stderr, "localcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func run(cmd, dir, bin string) error {
+	if cmd == "down" {
+		if err := localcluster.Down(dir); err != nil {
+			return err
+		}
+		fmt.Println("local control plane stopped")
+		return nil
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
+		return fmt.Errorf("a cluster already runs in %s; stop it with make cluster-down", dir)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, Dir: dir, Detach: true})
+	if err != nil {
+		return err
+	}
+	fmt.Printf("local control plane is up; logs in %s\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: make cluster-down\n",
+		filepath.Join(c.Dir(), "logs"), c.Kubeconfig())
+	return nil
+}

@@ -1,0 +1,439 @@
+// Package localcluster runs a real Kubernetes control plane on loopback:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok,
+// whose fake nodes report their pods Running. The binaries come from
+// hack/cluster/build.sh. No container runtime is needed.
+package localcluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// Nodes are the fake nodes kwok manages; each takes 1000 small pods.
+var Nodes = []string{"kwok-node-1", "kwok-node-2"}
+
+// Options configure a cluster.
+type Options struct {
+	// BinDir holds etcd, kube-apiserver, kube-controller-manager,
+	// kube-scheduler, kwok and kwok-stages/.
+	BinDir string
+	// Dir holds certificates, data and one log per component.
+	Dir string
+	// APIServerFlags are extra kube-apiserver flags, e.g. feature gates.
+	APIServerFlags []string
+	// Detach leaves the components running after the caller exits (for
+	// `make cluster-up`); Stop or Down ends them.
+	Detach bool
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	opts       Options
+	ca         *authority
+	kubeconfig string
+	config     *rest.Config
+	client     kubernetes.Interface
+	procs      []*process
+}
+
+type process struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+// state is what Attach and Down read back from Dir.
+type state struct {
+	PIDs map[string]int `json:"pids"`
+}
+
+// Start brings the control plane up and returns once the API server is
+// ready, the nodes are Ready and the default service account exists.
+func Start(ctx context.Context, opts Options) (*Cluster, error) {
+	dir, err := filepath.Abs(opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	opts.Dir = dir
+	for _, sub := range []string{"pki", "etcd", "logs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	for _, bin := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if _, err := os.Stat(filepath.Join(opts.BinDir, bin)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: build it with hack/cluster/build.sh (make cluster-binaries)", bin, opts.BinDir)
+		}
+	}
+	c := &Cluster{opts: opts}
+	if err := c.start(ctx); err != nil {
+		c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Cluster) path(parts ...string) string {
+	return filepath.Join(append([]string{c.opts.Dir}, parts...)...)
+}
+
+func (c *Cluster) start(ctx context.Context) error {
+	ports, err := freePorts(4)
+	if err != nil {
+		return err
+	}
+	etcdClient, etcdPeer, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[3]
+
+	if c.ca, err = newAuthority(); err != nil {
+		return err
+	}
+	serverCert, serverKey, err := c.ca.issue("kube-apiserver", nil,
+		[]string{"127.0.0.1", "localhost", "10.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, false)
+	if err != nil {
+		return err
+	}
+	adminCert, adminKey, err := c.ca.issue("sparklet-admin", []string{"system:masters"}, nil, true)
+	if err != nil {
+		return err
+	}
+	saKey, saPub, err := serviceAccountKeys()
+	if err != nil {
+		return err
+	}
+	if err := writeFiles(map[string][]byte{
+		c.path("pki", "ca.crt"): c.ca.certPEM, c.path("pki", "ca.key"): c.ca.keyPEM,
+		c.path("pki", "apiserver.crt"): serverCert, c.path("pki", "apiserver.key"): serverKey,
+		c.path("pki", "sa.key"): saKey, c.path("pki", "sa.pub"): saPub,
+	}); err != nil {
+		return err
+	}
+	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
+	c.kubeconfig = c.path("kubeconfig")
+	if err := writeKubeconfig(c.kubeconfig, server, c.ca.certPEM, adminCert, adminKey); err != nil {
+		return err
+	}
+	if c.config, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
+		return err
+	}
+	c.config.QPS, c.config.Burst = 200, 400
+	if c.client, err = kubernetes.NewForConfig(c.config); err != nil {
+		return err
+	}
+
+	etcdURL := "http://127.0.0.1:" + strconv.Itoa(etcdClient)
+	peerURL := "http://127.0.0.1:" + strconv.Itoa(etcdPeer)
+	if err := c.run("etcd", "--data-dir", c.path("etcd"), "--name", "local",
+		"--listen-client-urls", etcdURL, "--advertise-client-urls", etcdURL,
+		"--listen-peer-urls", peerURL, "--initial-advertise-peer-urls", peerURL,
+		"--initial-cluster", "local="+peerURL, "--unsafe-no-fsync", "--log-level", "warn"); err != nil {
+		return err
+	}
+	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health"); err != nil {
+		return err
+	}
+
+	apiArgs := []string{
+		"--etcd-servers", etcdURL,
+		"--bind-address", "127.0.0.1", "--advertise-address", "127.0.0.1", "--secure-port", strconv.Itoa(apiPort),
+		"--cert-dir", c.path("pki"),
+		"--tls-cert-file", c.path("pki", "apiserver.crt"), "--tls-private-key-file", c.path("pki", "apiserver.key"),
+		"--client-ca-file", c.path("pki", "ca.crt"),
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", c.path("pki", "sa.pub"),
+		"--service-account-signing-key-file", c.path("pki", "sa.key"),
+		"--service-cluster-ip-range", "10.0.0.0/24",
+		"--authorization-mode", "Node,RBAC",
+		"--enable-admission-plugins", "NamespaceLifecycle,ServiceAccount,ResourceQuota,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,Priority,DefaultTolerationSeconds",
+		"--allow-privileged",
+		"--endpoint-reconciler-type", "none",
+		"--profiling=false",
+	}
+	if err := c.run("kube-apiserver", append(apiArgs, c.opts.APIServerFlags...)...); err != nil {
+		return err
+	}
+	if err := c.waitReady(ctx); err != nil {
+		return err
+	}
+
+	if err := c.run("kube-controller-manager", "--kubeconfig", c.kubeconfig,
+		"--leader-elect=false", "--secure-port", "0",
+		"--service-account-private-key-file", c.path("pki", "sa.key"),
+		"--root-ca-file", c.path("pki", "ca.crt"),
+		"--use-service-account-credentials=false",
+		// No cloud and no kubelets: node IPAM and node lifecycle would only
+		// taint and evict kwok's nodes.
+		"--controllers", "*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+		"--concurrent-gc-syncs", "10"); err != nil {
+		return err
+	}
+	if err := c.run("kube-scheduler", "--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port", "0"); err != nil {
+		return err
+	}
+	stages, err := filepath.Glob(filepath.Join(c.opts.BinDir, "kwok-stages", "*.yaml"))
+	if err != nil || len(stages) == 0 {
+		return fmt.Errorf("no kwok stage files in %s: rebuild with hack/cluster/build.sh", filepath.Join(c.opts.BinDir, "kwok-stages"))
+	}
+	if err := c.run("kwok", "--kubeconfig", c.kubeconfig,
+		"--config", strings.Join(stages, ","),
+		"--manage-all-nodes=false", "--manage-nodes-with-annotation-selector", "kwok.x-k8s.io/node=fake",
+		"--cidr", "10.244.0.0/16", "--node-ip", "127.0.0.1",
+		"--server-address", "127.0.0.1:"+strconv.Itoa(kwokPort),
+		"--node-lease-duration-seconds", "40"); err != nil {
+		return err
+	}
+	if err := c.saveState(); err != nil {
+		return err
+	}
+	if err := c.createNodes(ctx); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "the default service account", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := c.client.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// run starts one component, logging to logs/<name>.log.
+func (c *Cluster) run(name string, args ...string) error {
+	log, err := os.OpenFile(c.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !c.opts.Detach {
+		// The components die with the test binary that started them.
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); log.Close(); close(p.done) }()
+	c.procs = append(c.procs, p)
+	return nil
+}
+
+func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range c.procs {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("%s exited:\n%s", p.name, c.LogTail(p.name, 30))
+			default:
+			}
+		}
+		return cond(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+func (c *Cluster) waitHTTP(ctx context.Context, what, url string) error {
+	client := &http.Client{Timeout: time.Second}
+	return c.waitFor(ctx, what, time.Minute, func(context.Context) (bool, error) {
+		resp, err := client.Get(url)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+func (c *Cluster) waitReady(ctx context.Context) error {
+	return c.waitFor(ctx, "kube-apiserver /readyz", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+// createNodes registers the fake nodes and waits until kwok reports them Ready.
+func (c *Cluster) createNodes(ctx context.Context) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourcePods:   resource.MustParse("1000"),
+		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourceMemory: resource.MustParse("4Ti"),
+	}
+	for _, name := range Nodes {
+		node := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{
+				Name:        name,
+				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+				Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+			},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+		}
+		if _, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create node %s: %w", name, err)
+		}
+	}
+	return c.waitFor(ctx, "kwok nodes Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+		for _, name := range Nodes {
+			n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err != nil || !nodeReady(n) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// Kubeconfig is the admin kubeconfig's path.
+func (c *Cluster) Kubeconfig() string { return c.kubeconfig }
+
+// RESTConfig is an admin client configuration.
+func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
+
+// Client is an admin clientset.
+func (c *Cluster) Client() kubernetes.Interface { return c.client }
+
+// CA returns the cluster CA's certificate and key in PEM.
+func (c *Cluster) CA() (certPEM, keyPEM []byte) { return c.ca.certPEM, c.ca.keyPEM }
+
+// IssueServingCert issues a serving certificate from the cluster CA, which
+// the API server trusts with the CA as caBundle.
+func (c *Cluster) IssueServingCert(hosts ...string) (certPEM, keyPEM []byte, err error) {
+	return c.ca.issue(hosts[0], nil, hosts, false)
+}
+
+// Dir is where the cluster keeps its files; logs are in Dir/logs.
+func (c *Cluster) Dir() string { return c.opts.Dir }
+
+// LogTail returns the last n lines of a component's log.
+func (c *Cluster) LogTail(component string, n int) string {
+	data, _ := os.ReadFile(c.path("logs", component+".log"))
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// Stop ends every component, newest first, and waits for them.
+func (c *Cluster) Stop() {
+	for i := len(c.procs) - 1; i >= 0; i-- {
+		p := c.procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	c.procs = nil
+	_ = os.Remove(c.path("state.json"))
+}
+
+func (c *Cluster) saveState() error {
+	s := state{PIDs: map[string]int{}}
+	for _, p := range c.procs {
+		s.PIDs[p.name] = p.cmd.Process.Pid
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(c.path("state.json"), data, 0o644)
+}
+
+// Down stops a detached cluster started in dir.
+func Down(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "state.json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no cluster is running in %s", dir)
+	}
+	if err != nil {
+		return err
+	}
+	var s state
+	if err := json.Unmarshal(data, &s); err != nil {
+		return fmt.Errorf("%s: %w", filepath.Join(dir, "state.json"), err)
+	}
+	for _, name := range []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+		if pid, ok := s.PIDs[name]; ok {
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			deadline := time.Now().Add(10 * time.Second)
+			for syscall.Kill(pid, 0) == nil && time.Now().Before(deadline) {
+				time.Sleep(100 * time.Millisecond) // polling a foreign process's exit; there is no event to wait on
+			}
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	return os.Remove(filepath.Join(dir, "state.json"))
+}
+
+func writeKubeconfig(path, server string, ca, cert, key []byte) error {
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority-data: %s
+users:
+- name: admin
+  user:
+    client-certificate-data: %s
+    client-key-data: %s
+contexts:
+- name: local
+  context: {cluster: local, user: admin}
+current-context: local
+`, server, b64(ca), b64(cert), b64(key))
+	return os.WriteFile(path, []byte(cfg), 0o600)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,273 @@
+// Package testenv runs sparklet against the local control plane: it starts
+// the cluster, runs `sparklet webhook` as a process with a certificate from
+// the cluster's CA, and registers it exactly as the Helm chart does. The
+// end-to-end tests and `make demo` both use it.
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/internal/webhookconfig"
+)
+
+// WebhookNamespace stands for the namespace sparklet is installed in; the
+// webhook configuration excludes it, as the chart does.
+const WebhookNamespace = "sparklet-system"
+
+// ConfigName is the MutatingWebhookConfiguration's name.
+const ConfigName = "sparklet"
+
+// Options configure an Env.
+type Options struct {
+	BinDir     string // sparklet and the control-plane binaries
+	Dir        string // state, certificates and logs
+	PolicyFile string // passed to the webhook with --policy
+}
+
+// Env is a running control plane with the sparklet webhook registered.
+type Env struct {
+	Cluster *localcluster.Cluster
+	Client  kubernetes.Interface
+	opts    Options
+	port    int
+	webhook *exec.Cmd
+	exited  chan struct{}
+	certDir string
+}
+
+// Start brings up the control plane and the webhook and waits until the
+// API server calls the webhook.
+func Start(ctx context.Context, opts Options) (*Env, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, err
+	}
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster")})
+	if err != nil {
+		return nil, fmt.Errorf("start control plane: %w", err)
+	}
+	e := &Env{Cluster: c, Client: c.Client(), opts: opts, certDir: filepath.Join(opts.Dir, "webhook-certs")}
+	if err := e.setUp(ctx); err != nil {
+		e.Stop()
+		return nil, err
+	}
+	return e, nil
+}
+
+func (e *Env) setUp(ctx context.Context) error {
+	if err := os.MkdirAll(e.certDir, 0o700); err != nil {
+		return err
+	}
+	if err := e.IssueCert(); err != nil {
+		return err
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	e.port = port
+	if err := e.StartWebhook(ctx); err != nil {
+		return err
+	}
+	if _, err := e.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		Name: WebhookNamespace, Labels: map[string]string{webhookconfig.NamespaceLabel: webhookconfig.NamespaceOptIn},
+	}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", WebhookNamespace, err)
+	}
+	caPEM, _ := e.Cluster.CA()
+	url := fmt.Sprintf("https://127.0.0.1:%d%s", e.port, webhookconfig.Path)
+	mwc := webhookconfig.Build(ConfigName, admissionv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+		[]string{WebhookNamespace, "kube-system"})
+	if _, err := e.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Create(ctx, mwc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("register webhook: %w", err)
+	}
+	return e.waitCalled(ctx)
+}
+
+// waitCalled waits until a dry-run driver pod comes back injected: the API
+// server has picked up the webhook configuration.
+func (e *Env) waitCalled(ctx context.Context) error {
+	ns := "sparklet-probe"
+	if err := e.CreateNamespace(ctx, ns, true); err != nil {
+		return err
+	}
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"spark-role": "driver"}},
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
+	}
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, err := e.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, nil
+		}
+		return len(got.Spec.InitContainers) > 0, nil
+	})
+}
+
+// CreateNamespace creates a namespace, opted in to injection when optIn.
+func (e *Env) CreateNamespace(ctx context.Context, name string, optIn bool) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if optIn {
+		ns.Labels = map[string]string{webhookconfig.NamespaceLabel: webhookconfig.NamespaceOptIn}
+	}
+	if _, err := e.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	// Pods need the namespace's default service account.
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := e.Client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+}
+
+// CertFile and KeyFile are where the webhook's serving certificate lives.
+func (e *Env) CertFile() string { return filepath.Join(e.certDir, "tls.crt") }
+func (e *Env) KeyFile() string  { return filepath.Join(e.certDir, "tls.key") }
+
+// IssueCert writes a new serving certificate for 127.0.0.1 from the
+// cluster's CA, replacing the files atomically.
+func (e *Env) IssueCert() error {
+	cert, key, err := e.Cluster.IssueServingCert("127.0.0.1", "localhost")
+	if err != nil {
+		return fmt.Errorf("issue webhook certificate: %w", err)
+	}
+	for path, data := range map[string][]byte{e.KeyFile(): key, e.CertFile(): cert} {
+		tmp := path + ".tmp"
+		if err := os.WriteFile(tmp, data, 0o600); err != nil {
+			return err
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServedCert returns the leaf certificate the webhook presents now.
+func (e *Env) ServedCert() (*x509.Certificate, error) {
+	conn, err := tls.Dial("tcp", e.Addr(), &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only reads the certificate
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// Addr is the webhook's listen address.
+func (e *Env) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(e.port)) }
+
+// LogFile is the webhook process's log.
+func (e *Env) LogFile() string { return filepath.Join(e.opts.Dir, "webhook.log") }
+
+// StartWebhook runs `sparklet webhook` and waits until it is ready.
+func (e *Env) StartWebhook(ctx context.Context) error {
+	log, err := os.OpenFile(e.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	args := []string{"webhook", "--listen", e.Addr(), "--tls-cert-file", e.CertFile(), "--tls-key-file", e.KeyFile(),
+		"--reload-interval", "1s"}
+	if e.opts.PolicyFile != "" {
+		args = append(args, "--policy", e.opts.PolicyFile)
+	}
+	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return fmt.Errorf("start webhook: %w", err)
+	}
+	e.webhook, e.exited = cmd, make(chan struct{})
+	go func() { _ = cmd.Wait(); log.Close(); close(e.exited) }()
+
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case <-e.exited:
+			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), tail(e.LogFile(), 20))
+		default:
+		}
+		resp, err := client.Get("https://" + e.Addr() + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("webhook not ready: %w", err)
+	}
+	return nil
+}
+
+// StopWebhook stops the webhook process and waits for it to exit.
+func (e *Env) StopWebhook() {
+	if e.webhook == nil {
+		return
+	}
+	_ = syscall.Kill(-e.webhook.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-e.exited:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-e.webhook.Process.Pid, syscall.SIGKILL)
+		<-e.exited
+	}
+	e.webhook = nil
+}
+
+// Stop stops the webhook and the control plane.
+func (e *Env) Stop() {
+	e.StopWebhook()
+	if e.Cluster != nil {
+		e.Cluster.Stop()
+	}
+}
+
+// Kubectl runs kubectl against the cluster and returns stdout and stderr.
+func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr string, err error) {
+	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", e.Cluster.Kubeconfig()}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	err = cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+func tail(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}

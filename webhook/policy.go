@@ -1,0 +1,47 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/internal/filewatch"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// policyStore holds the policy in force. A bad new policy file is logged
+// and counted, and the last good policy stays.
+type policyStore struct {
+	current atomic.Pointer[policy.Policy]
+	metrics *metrics
+	log     *logrus.Entry
+}
+
+func (s *policyStore) get() *policy.Policy { return s.current.Load() }
+
+// watch loads file (or the built-in policy when file is empty) and keeps
+// reloading it when it changes.
+func (s *policyStore) watch(ctx context.Context, file string, interval time.Duration) error {
+	if file == "" {
+		s.current.Store(policy.Default())
+		s.log.Info("using the built-in policy")
+		return nil
+	}
+	return filewatch.Watch(ctx, interval, []string{file}, func(c [][]byte) error {
+		p, err := policy.Parse(c[0])
+		if err != nil {
+			s.metrics.reloads.WithLabelValues("error").Inc()
+			if s.get() != nil {
+				s.log.WithError(err).WithField("file", file).Error("policy rejected; keeping the last good policy")
+			}
+			return fmt.Errorf("--policy %s: %w", file, err)
+		}
+		s.current.Store(p)
+		s.metrics.reloads.WithLabelValues("ok").Inc()
+		s.log.WithField("file", file).Info("policy loaded")
+		return nil
+	})
+}
