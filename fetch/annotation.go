@@ -6,6 +6,7 @@ package fetch
 import (
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/url"
 	"path"
@@ -51,6 +52,10 @@ func ParseAnnotation(value string) ([]Entry, error) {
 		dec := json.NewDecoder(strings.NewReader(string(data)))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&entries); err != nil {
+			var te *json.UnmarshalTypeError
+			if errors.As(err, &te) && te.Value == "number" {
+				return nil, fmt.Errorf("%s: %s must be a quoted string; YAML read an unquoted value as a number", Annotation, te.Field)
+			}
 			return nil, fmt.Errorf("%s: %v (entries have url, sha256, dest and extract)", Annotation, err)
 		}
 	} else {

@@ -1,0 +1,200 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sirupsen/logrus"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func testHandler(t testing.TB) *Handler {
+	t.Helper()
+	data, err := os.ReadFile("testdata/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := policy.Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(&bytes.Buffer{})
+	return &Handler{policy: func() *policy.Policy { return p }, metrics: newMetrics(), log: log.WithField("component", "webhook"), appID: "spark-golden"}
+}
+
+// review wraps a pod's JSON in an AdmissionReview for a CREATE.
+func review(raw []byte) []byte {
+	r := admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:       types.UID("0d7d3b0c-1111-4222-8333-444455556666"),
+			Kind:      metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:  podResource,
+			Namespace: "spark-jobs",
+			Operation: admissionv1.Create,
+			Object:    runtimeRaw(raw),
+		},
+	}
+	out, _ := json.Marshal(r)
+	return out
+}
+
+// call sends body to the handler and decodes the AdmissionReview it answers.
+func call(t testing.TB, h http.Handler, body []byte) admissionv1.AdmissionReview {
+	t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/mutate-pods", bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+		t.Fatalf("not an AdmissionReview (status %d): %s", rec.Code, rec.Body.String())
+	}
+	return out
+}
+
+// admitPod returns the pod as the API server would store it, or the
+// refusal message.
+func admitPod(t testing.TB, h http.Handler, raw []byte) (result []byte, refused string) {
+	t.Helper()
+	resp := call(t, h, review(raw)).Response
+	if !resp.Allowed {
+		return nil, resp.Result.Message
+	}
+	if len(resp.Patch) == 0 {
+		return raw, ""
+	}
+	p, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := p.Apply(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out, ""
+}
+
+func fixturesFS() ([]string, error) { return filepath.Glob("testdata/*.pod.yaml") }
+
+func yamlToJSON(data []byte) ([]byte, error) { return yaml.YAMLToJSON(data) }
+
+func fixtures(t *testing.T) []string {
+	files, err := fixturesFS()
+	if err != nil || len(files) < 12 {
+		t.Fatalf("want at least 12 fixtures, found %d (%v)", len(files), err)
+	}
+	return files
+}
+
+func fixtureJSON(t *testing.T, file string) []byte {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+func TestGolden(t *testing.T) {
+	h := testHandler(t)
+	for _, file := range fixtures(t) {
+		name := strings.TrimSuffix(filepath.Base(file), ".pod.yaml")
+		t.Run(name, func(t *testing.T) {
+			out, refused := admitPod(t, h, fixtureJSON(t, file))
+			var got []byte
+			golden := "testdata/" + name + ".golden.yaml"
+			if refused != "" {
+				golden = "testdata/" + name + ".refused.txt"
+				got = []byte(refused + "\n")
+			} else {
+				var err error
+				if got, err = yaml.JSONToYAML(out); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if strings.HasPrefix(name, "refuse-") != (refused != "") {
+				t.Errorf("refused = %q; fixtures named refuse-* must be refused and only they", refused)
+			}
+			compareGolden(t, golden, got)
+			if refused == "" && name != "opted-out" {
+				var pod corev1.Pod
+				if err := json.Unmarshal(out, &pod); err != nil {
+					t.Fatal(err)
+				}
+				if problems := patches.VerifyDriver(&pod); len(problems) > 0 {
+					t.Errorf("injected pod fails verification: %v", problems)
+				}
+			}
+		})
+	}
+}
+
+func compareGolden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./webhook -update to create it)", err)
+	}
+	if !bytes.Equal(want, got) {
+		t.Errorf("result differs from %s (go test ./webhook -update rewrites it):\n--- want\n%s\n--- got\n%s", path, want, got)
+	}
+}
+
+// TestInjectTwiceEqualsOnce feeds every injected result back in: the
+// webhook must answer with no patch.
+func TestInjectTwiceEqualsOnce(t *testing.T) {
+	h := testHandler(t)
+	for _, file := range fixtures(t) {
+		out, refused := admitPod(t, h, fixtureJSON(t, file))
+		if refused != "" {
+			continue
+		}
+		resp := call(t, h, review(out)).Response
+		if !resp.Allowed || len(resp.Patch) != 0 {
+			t.Errorf("%s: second injection gave allowed=%v patch=%s", file, resp.Allowed, resp.Patch)
+		}
+	}
+}
+
+func TestUnknownFieldsSurvive(t *testing.T) {
+	out, refused := admitPod(t, testHandler(t), fixtureJSON(t, "testdata/unknown-field.pod.yaml"))
+	if refused != "" {
+		t.Fatal(refused)
+	}
+	for _, field := range []string{`"someFutureField":{"enabled":true}`, `"futureContainerField":"keep-me"`} {
+		if !bytes.Contains(out, []byte(field)) {
+			t.Errorf("%s was dropped:\n%s", field, out)
+		}
+	}
+}
+
+func runtimeRaw(raw []byte) runtime.RawExtension { return runtime.RawExtension{Raw: raw} }

@@ -1,0 +1,186 @@
+package webhook
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/policy"
+)
+
+func TestRequestChecks(t *testing.T) {
+	h := testHandler(t)
+	cases := []struct {
+		name, method, contentType string
+		body                      []byte
+		status                    int
+	}{
+		{"GET", http.MethodGet, "application/json", nil, http.StatusMethodNotAllowed},
+		{"wrong content type", http.MethodPost, "text/plain", []byte("{}"), http.StatusUnsupportedMediaType},
+		{"oversize body", http.MethodPost, "application/json", bytes.Repeat([]byte(" "), MaxBodyBytes+1), http.StatusRequestEntityTooLarge},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest(tc.method, "/mutate-pods", bytes.NewReader(tc.body))
+			req.Header.Set("Content-Type", tc.contentType)
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code != tc.status {
+				t.Errorf("status = %d, want %d", rec.Code, tc.status)
+			}
+		})
+	}
+}
+
+func TestGarbageGetsAnAdmissionReview(t *testing.T) {
+	for _, body := range []string{"not json", `{"kind":"AdmissionReview"}`, `{"request":{"uid":"u","resource":{"version":"v1","resource":"pods"},"operation":"CREATE","object":"x"}}`} {
+		resp := call(t, testHandler(t), []byte(body)).Response
+		if resp.Allowed {
+			t.Errorf("%s: allowed", body)
+		}
+	}
+}
+
+func TestEchoesCallerAndUID(t *testing.T) {
+	body := bytes.Replace(review(fixtureJSON(t, "testdata/minimal.pod.yaml")), []byte(`"admission.k8s.io/v1"`), []byte(`"admission.k8s.io/v1beta1"`), 1)
+	out := call(t, testHandler(t), body)
+	if out.APIVersion != "admission.k8s.io/v1beta1" || out.Kind != "AdmissionReview" {
+		t.Errorf("echoed %s %s", out.APIVersion, out.Kind)
+	}
+	if out.Response.UID != "0d7d3b0c-1111-4222-8333-444455556666" {
+		t.Errorf("uid = %q", out.Response.UID)
+	}
+}
+
+func TestOnlyPodCreatesAreMutated(t *testing.T) {
+	h := testHandler(t)
+	raw := fixtureJSON(t, "testdata/minimal.pod.yaml")
+	for _, mod := range []func(*admissionv1.AdmissionRequest){
+		func(r *admissionv1.AdmissionRequest) { r.Operation = admissionv1.Update },
+		func(r *admissionv1.AdmissionRequest) { r.Resource.Resource = "configmaps" },
+		func(r *admissionv1.AdmissionRequest) { r.SubResource = "ephemeralcontainers" },
+	} {
+		var r admissionv1.AdmissionReview
+		_ = json.Unmarshal(review(raw), &r)
+		mod(r.Request)
+		body, _ := json.Marshal(r)
+		resp := call(t, h, body).Response
+		if !resp.Allowed || len(resp.Patch) > 0 {
+			t.Errorf("%s %s/%s: allowed=%v patch=%s", r.Request.Operation, r.Request.Resource.Resource, r.Request.SubResource, resp.Allowed, resp.Patch)
+		}
+	}
+}
+
+func TestPanicBecomesErrorResult(t *testing.T) {
+	h := testHandler(t)
+	h.policy = func() *policy.Policy { panic("boom") }
+	out := call(t, h, review(fixtureJSON(t, "testdata/minimal.pod.yaml")))
+	if out.Response.Allowed || out.Response.Result.Code != http.StatusInternalServerError || !strings.Contains(out.Response.Result.Message, "boom") {
+		t.Errorf("response = %+v", out.Response)
+	}
+	if out.Response.UID == "" {
+		t.Error("uid not echoed after a panic")
+	}
+}
+
+func TestRefusalIsForbiddenWithMessage(t *testing.T) {
+	h := testHandler(t)
+	resp := call(t, h, review(fixtureJSON(t, "testdata/refuse-image.pod.yaml"))).Response
+	if resp.Allowed || resp.Result.Code != http.StatusForbidden || resp.Result.Reason != metav1.StatusReasonForbidden {
+		t.Fatalf("response = %+v", resp)
+	}
+	if got := counterValue(h.metrics.admissions.WithLabelValues("refused", "image-not-allowed")); got != 1 {
+		t.Errorf("refusal metric = %v, want 1", got)
+	}
+}
+
+// FuzzAdmit feeds the handler arbitrary bodies: it must always answer with
+// an AdmissionReview and never panic.
+func FuzzAdmit(f *testing.F) {
+	files, _ := fixturesFS()
+	for _, file := range files {
+		data, _ := os.ReadFile(file)
+		if raw, err := yamlToJSON(data); err == nil {
+			f.Add(review(raw))
+		}
+	}
+	f.Add([]byte("garbage"))
+	f.Add([]byte(`{"request":null}`))
+	h := testHandler(f)
+	f.Fuzz(func(t *testing.T, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, "/mutate-pods", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		var out admissionv1.AdmissionReview
+		if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+			t.Fatalf("not an AdmissionReview: %q", rec.Body.String())
+		}
+	})
+}
+
+func BenchmarkAdmit(b *testing.B) {
+	h := testHandler(b)
+	for _, name := range []string{"minimal", "large"} {
+		var raw []byte
+		if name == "large" {
+			raw = largePod()
+		} else {
+			data, _ := os.ReadFile("testdata/minimal.pod.yaml")
+			raw, _ = yamlToJSON(data)
+		}
+		body := review(raw)
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				req := httptest.NewRequest(http.MethodPost, "/mutate-pods", bytes.NewReader(body))
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatal(rec.Body.String())
+				}
+			}
+		})
+	}
+}
+
+// largePod is a driver with 20 env vars, 10 volumes and 3 containers.
+func largePod() []byte {
+	type m = map[string]any
+	var env, vols, mounts []m
+	for i := 0; i < 20; i++ {
+		env = append(env, m{"name": "VAR_" + string(rune('A'+i)), "value": strings.Repeat("x", 32)})
+	}
+	for i := 0; i < 10; i++ {
+		name := "vol-" + string(rune('a'+i))
+		vols = append(vols, m{"name": name, "configMap": m{"name": name}})
+		mounts = append(mounts, m{"name": name, "mountPath": "/mnt/" + name})
+	}
+	pod := m{"apiVersion": "v1", "kind": "Pod",
+		"metadata": m{"name": "large", "labels": m{"spark-role": "driver"}},
+		"spec": m{"volumes": vols, "containers": []m{
+			{"name": "spark", "image": "apache/spark:3.5.4", "env": env, "volumeMounts": mounts, "args": []string{"driver", "local:///app.jar"}},
+			{"name": "log-shipper", "image": "ghcr.io/example/fluent-bit:3", "env": env},
+			{"name": "metrics", "image": "ghcr.io/example/exporter:1"},
+		}}}
+	out, _ := json.Marshal(pod)
+	return out
+}
+
+func counterValue(c prometheus.Counter) float64 {
+	var m dto.Metric
+	if err := c.Write(&m); err != nil {
+		return -1
+	}
+	return m.GetCounter().GetValue()
+}

@@ -1,0 +1,172 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func selfSigned(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "webhook"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+}
+
+func writeAtomic(t *testing.T, path string, data []byte) {
+	t.Helper()
+	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(path+".tmp", path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// startServer runs a Server on a free port and returns its address.
+func startServer(t *testing.T, cfg Config) (*Server, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Listen = l.Addr().String()
+	l.Close()
+	log := logrus.New()
+	log.SetOutput(&bytes.Buffer{})
+	s := NewServer(cfg, log.WithField("component", "webhook"))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	client := insecureClient()
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-done:
+			return false, err
+		default:
+		}
+		resp, err := client.Get("https://" + cfg.Listen + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		t.Fatalf("server not ready: %v", err)
+	}
+	return s, cfg.Listen
+}
+
+func insecureClient() *http.Client {
+	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}} //nolint:gosec // test reads the served certificate
+}
+
+func servedSerial(t *testing.T, addr string) int64 {
+	conn, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec // test
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0].SerialNumber.Int64()
+}
+
+func TestCertificateReloadWithoutRestart(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")
+	c1, k1 := selfSigned(t, 1)
+	writeAtomic(t, certFile, c1)
+	writeAtomic(t, keyFile, k1)
+	_, addr := startServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, ReloadInterval: 10 * time.Millisecond})
+	if got := servedSerial(t, addr); got != 1 {
+		t.Fatalf("serial = %d, want 1", got)
+	}
+	c2, k2 := selfSigned(t, 2)
+	writeAtomic(t, keyFile, k2)
+	writeAtomic(t, certFile, c2)
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return servedSerial(t, addr) == 2, nil
+	})
+	if err != nil {
+		t.Fatal("new certificate not served after the files changed")
+	}
+}
+
+func TestStartFailsWithoutCertificate(t *testing.T) {
+	dir := t.TempDir()
+	s := NewServer(Config{Listen: "127.0.0.1:0", TLSCertFile: filepath.Join(dir, "no.crt"), TLSKeyFile: filepath.Join(dir, "no.key"), ReloadInterval: time.Second},
+		logrus.NewEntry(logrus.New()))
+	if err := s.Run(context.Background()); err == nil {
+		t.Fatal("Run succeeded without certificate files")
+	}
+}
+
+func TestBadPolicyKeepsTheLastGoodOne(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, policyFile := filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"), filepath.Join(dir, "policy.yaml")
+	c, k := selfSigned(t, 1)
+	writeAtomic(t, certFile, c)
+	writeAtomic(t, keyFile, k)
+	writeAtomic(t, policyFile, []byte("limits: {maxExecutors: 5}\n"))
+	s, addr := startServer(t, Config{TLSCertFile: certFile, TLSKeyFile: keyFile, PolicyFile: policyFile, ReloadInterval: 10 * time.Millisecond})
+
+	writeAtomic(t, policyFile, []byte("limits: {maxExecutorz: 5}\n"))
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return counterValue(s.metrics.reloads.WithLabelValues("error")) == 1, nil
+	})
+	if err != nil {
+		t.Fatal("bad policy not counted")
+	}
+	if got := s.policies.get().Limits.MaxExecutors; got != 5 {
+		t.Errorf("policy in force has maxExecutors %d, want the last good 5", got)
+	}
+	resp, err := insecureClient().Get("https://" + addr + "/readyz")
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Errorf("not ready with a last good policy: %v", err)
+	}
+
+	writeAtomic(t, policyFile, []byte("limits: {maxExecutors: 7}\n"))
+	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return s.policies.get().Limits.MaxExecutors == 7, nil
+	})
+	if err != nil {
+		t.Fatal("good policy not swapped in")
+	}
+}
+
+func TestConfigValidateNamesFlags(t *testing.T) {
+	err := (&Config{Listen: ":8443", ReloadInterval: time.Second}).Validate()
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--tls-cert-file")) {
+		t.Errorf("err = %v", err)
+	}
+}
