@@ -181,9 +181,10 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--service-account-private-key-file", c.path("pki", "sa.key"),
 		"--root-ca-file", c.path("pki", "ca.crt"),
 		"--use-service-account-credentials=false",
-		// No cloud and no kubelets: node IPAM and node lifecycle would only
-		// taint and evict kwok's nodes.
-		"--controllers", "*,-nodeipam,-nodelifecycle,-cloud-node-lifecycle,-service-lb-controller,-node-route-controller",
+		// No cloud: pod IPs come from kwok, not node IPAM. The node
+		// lifecycle controller stays: it lifts the not-ready taint once
+		// kwok reports the nodes Ready, and kwok renews their leases.
+		"--controllers", "*,-node-ipam-controller",
 		"--concurrent-gc-syncs", "10"); err != nil {
 		return err
 	}
@@ -293,10 +294,10 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 			return fmt.Errorf("create node %s: %w", name, err)
 		}
 	}
-	return c.waitFor(ctx, "kwok nodes Ready", 2*time.Minute, func(ctx context.Context) (bool, error) {
+	return c.waitFor(ctx, "kwok nodes Ready and untainted", 2*time.Minute, func(ctx context.Context) (bool, error) {
 		for _, name := range Nodes {
 			n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !nodeReady(n) {
+			if err != nil || !nodeReady(n) || len(n.Spec.Taints) > 0 {
 				return false, nil
 			}
 		}
