@@ -25,6 +25,9 @@ type Status struct {
 	InitContainers []string `json:"initContainers"`
 	Volumes        []string `json:"volumes"`
 	Env            []string `json:"env"`
+	// RemovedVolumes are service-account token volumes sparklet took away
+	// from the pod's own containers.
+	RemovedVolumes []string `json:"removedVolumes,omitempty"`
 }
 
 // driver carries one driver pod through the steps.
@@ -40,6 +43,7 @@ type driver struct {
 	fetch   []fetch.Entry
 	volumes []string // volumes sparklet owns in this pod
 	env     []string // env vars sparklet set on the Spark container
+	removed []string // token volumes taken away from the pod's containers
 }
 
 // driverSteps run in order; each is idempotent.
@@ -419,14 +423,57 @@ func (d *driver) applyCredentials() error {
 }
 
 // isolateServiceAccount turns the pod-wide token off: only the sidecar gets
-// a Kubernetes credential.
+// a Kubernetes credential. The API server's ServiceAccount admission plugin
+// runs before mutating webhooks, so the pod usually arrives with its
+// kube-api-access-* token volume mounted into every container; that volume
+// and its mounts are removed and recorded in the status.
 func (d *driver) isolateServiceAccount() error {
 	off := false
 	d.pod.Spec.AutomountServiceAccountToken = &off
 	if d.pod.Spec.ServiceAccountName == "" {
 		d.pod.Spec.ServiceAccountName = "default"
 	}
+	vols := d.pod.Spec.Volumes[:0]
+	for _, v := range d.pod.Spec.Volumes {
+		if isAutoToken(v) {
+			d.removed = append(d.removed, v.Name)
+			continue
+		}
+		vols = append(vols, v)
+	}
+	d.pod.Spec.Volumes = vols
+	for _, name := range d.removed {
+		for _, list := range [][]corev1.Container{d.pod.Spec.InitContainers, d.pod.Spec.Containers} {
+			for i := range list {
+				list[i].VolumeMounts = dropMount(list[i].VolumeMounts, name)
+			}
+		}
+	}
 	return nil
+}
+
+// isAutoToken recognises the token volume the ServiceAccount admission
+// plugin adds: kube-api-access-<suffix>, projected, with a token source.
+func isAutoToken(v corev1.Volume) bool {
+	if !strings.HasPrefix(v.Name, "kube-api-access-") || v.Projected == nil {
+		return false
+	}
+	for _, src := range v.Projected.Sources {
+		if src.ServiceAccountToken != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func dropMount(mounts []corev1.VolumeMount, name string) []corev1.VolumeMount {
+	out := mounts[:0]
+	for _, m := range mounts {
+		if m.Name != name {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 func (d *driver) addVolumes() error {
@@ -640,7 +687,7 @@ func (d *driver) addSidecar() error {
 			{Name: "SPARKLET_SPARK_CONTAINER", Value: d.container().Name},
 			{Name: "SPARKLET_POLICY", Value: string(pol)},
 		},
-		Ports: []corev1.ContainerPort{{Name: "sparklet-metrics", ContainerPort: d.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
+		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: d.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe: &corev1.Probe{
 			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: metrics}},
 			PeriodSeconds:    1,
@@ -685,10 +732,16 @@ func (d *driver) annotate() error {
 	}
 	sort.Strings(d.volumes)
 	sort.Strings(d.env)
-	st, err := json.Marshal(Status{
+	status := Status{
 		Version: d.in.Version, AppID: d.appID, SparkContainer: d.container().Name,
-		InitContainers: inits, Volumes: d.volumes, Env: d.env,
-	})
+		InitContainers: inits, Volumes: d.volumes, Env: d.env, RemovedVolumes: d.removed,
+	}
+	// On re-injection there is nothing left to remove; keep the record.
+	var old Status
+	if json.Unmarshal([]byte(d.pod.Annotations[AnnotationStatus]), &old) == nil && len(d.removed) == 0 {
+		status.RemovedVolumes = old.RemovedVolumes
+	}
+	st, err := json.Marshal(status)
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}

@@ -114,13 +114,19 @@ func (e *Env) waitCalled(ctx context.Context) error {
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"spark-role": "driver"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
 	}
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		got, err := e.Client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		if err != nil {
+			last = err
 			return false, nil
 		}
 		return len(got.Spec.InitContainers) > 0, nil
 	})
+	if err != nil {
+		return fmt.Errorf("the API server does not call the webhook (last error: %v): %w", last, err)
+	}
+	return nil
 }
 
 // CreateNamespace creates a namespace, opted in to injection when optIn.
