@@ -40,7 +40,8 @@ func run(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	policy, _ := filepath.Abs("../examples/policy.yaml")
-	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Dir: dir, PolicyFile: policy})
+	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Dir: dir, PolicyFile: policy,
+		APIServerFlags: []string{"--feature-gates=" + futureFieldGate + "=true"}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\nlogs are in %s\n", err, dir)
 		return 1

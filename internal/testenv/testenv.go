@@ -42,6 +42,8 @@ type Options struct {
 	BinDir     string // sparklet and the control-plane binaries
 	Dir        string // state, certificates and logs
 	PolicyFile string // passed to the webhook with --policy
+	// APIServerFlags are extra kube-apiserver flags.
+	APIServerFlags []string
 }
 
 // Env is a running control plane with the sparklet webhook registered.
@@ -61,7 +63,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster")})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags})
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
