@@ -44,7 +44,7 @@ cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster
 
 cluster-down:
-	@$(GO) run ./hack/localcluster down --dir $(CURDIR)/.cache/cluster
+	@$(GO) run ./hack/localcluster down --dir $(or $(DIR),$(CURDIR)/.cache/cluster)
 
 clean:
 	rm -rf $(BIN) .cache

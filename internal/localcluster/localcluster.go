@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,6 +56,7 @@ type Cluster struct {
 	config     *rest.Config
 	client     kubernetes.Interface
 	procs      []*process
+	extra      []adopted
 }
 
 type process struct {
@@ -361,10 +363,25 @@ func (c *Cluster) Stop() {
 	_ = os.Remove(c.path("state.json"))
 }
 
+// Adopt records another process (say, a webhook) so that Down stops it
+// with the cluster.
+func (c *Cluster) Adopt(name string, pid int) error {
+	c.extra = append(c.extra, adopted{name, pid})
+	return c.saveState()
+}
+
+type adopted struct {
+	name string
+	pid  int
+}
+
 func (c *Cluster) saveState() error {
 	s := state{PIDs: map[string]int{}}
 	for _, p := range c.procs {
 		s.PIDs[p.name] = p.cmd.Process.Pid
+	}
+	for _, p := range c.extra {
+		s.PIDs[p.name] = p.pid
 	}
 	data, err := json.Marshal(s)
 	if err != nil {
@@ -386,7 +403,13 @@ func Down(dir string) error {
 	if err := json.Unmarshal(data, &s); err != nil {
 		return fmt.Errorf("%s: %w", filepath.Join(dir, "state.json"), err)
 	}
-	for _, name := range []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"} {
+	order := []string{"kwok", "kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+	for name := range s.PIDs {
+		if !slices.Contains(order, name) {
+			order = append([]string{name}, order...) // adopted processes first
+		}
+	}
+	for _, name := range order {
 		if pid, ok := s.PIDs[name]; ok {
 			_ = syscall.Kill(-pid, syscall.SIGTERM)
 			deadline := time.Now().Add(10 * time.Second)

@@ -44,6 +44,9 @@ type Options struct {
 	PolicyFile string // passed to the webhook with --policy
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags []string
+	// Detach leaves the cluster and the webhook running after the caller
+	// exits; localcluster.Down(Dir + "/cluster") stops them.
+	Detach bool
 }
 
 // Env is a running control plane with the sparklet webhook registered.
@@ -63,7 +66,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, Detach: opts.Detach})
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
@@ -199,10 +202,18 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 	}
 	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !e.opts.Detach {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return fmt.Errorf("start webhook: %w", err)
+	}
+	if e.opts.Detach {
+		if err := e.Cluster.Adopt("sparklet-webhook", cmd.Process.Pid); err != nil {
+			return err
+		}
 	}
 	e.webhook, e.exited = cmd, make(chan struct{})
 	go func() { _ = cmd.Wait(); log.Close(); close(e.exited) }()

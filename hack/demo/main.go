@@ -1,0 +1,214 @@
+// Command demo is `make demo`: it starts the local control plane, installs
+// the sparklet webhook as the Helm chart would, runs the example driver pod
+// and Job, and shows what sparklet did to them.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/internal/testenv"
+	"github.com/sparklet/sparklet/patches"
+)
+
+const ns = "spark-demo"
+
+func main() {
+	bin := flag.String("bin", "bin", "sparklet and control-plane binaries")
+	dir := flag.String("dir", ".cache/demo", "state and logs")
+	flag.Parse()
+	if err := run(*bin, *dir); err != nil {
+		fmt.Fprintln(os.Stderr, "\ndemo failed:", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) { fmt.Printf("\n\033[1m==> "+format+"\033[0m\n", args...) }
+func say(format string, args ...any)  { fmt.Printf("    "+format+"\n", args...) }
+
+func run(bin, dir string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	bin, _ = filepath.Abs(bin)
+	dir, _ = filepath.Abs(dir)
+	_ = localcluster.Down(filepath.Join(dir, "cluster")) // a previous demo's
+	_ = os.RemoveAll(dir)
+
+	step("Starting a local control plane: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok")
+	start := time.Now()
+	policy, _ := filepath.Abs("examples/policy.yaml")
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: bin, Dir: dir, PolicyFile: policy, Detach: true})
+	if err != nil {
+		return err
+	}
+	say("up in %s; kwok runs 2 fake nodes, so pods go Running without a container runtime", time.Since(start).Round(100*time.Millisecond))
+	say("sparklet webhook: %s, policy %s", env.Addr(), "examples/policy.yaml")
+	say("registered like the Helm chart: pods CREATE, objectSelector spark-role=driver,")
+	say("namespaceSelector sparklet.io/inject=enabled, failurePolicy Fail, %s and kube-system excluded", testenv.WebhookNamespace)
+
+	step("Opting in namespace %s", ns)
+	if err := env.CreateNamespace(ctx, ns, true); err != nil {
+		return err
+	}
+	kubectl(ctx, env, "get", "namespace", ns, "--show-labels")
+
+	step("Applying a plain driver pod: examples/spark-pi-pod.yaml")
+	kubectl(ctx, env, "apply", "-n", ns, "-f", "examples/spark-pi-pod.yaml")
+	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, "spark-pi", metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	showInjected(pod)
+
+	step("Applying the same driver as a Job: examples/spark-pi-job.yaml")
+	kubectl(ctx, env, "apply", "-n", ns, "-f", "examples/spark-pi-job.yaml")
+	var jobPod *corev1.Pod
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=spark-pi-job"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		jobPod = &pods.Items[0]
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Job created no pod: %w", err)
+	}
+	conf, _ := patches.ParseSparkConf(jobPod.Annotations[patches.AnnotationEffectiveConf])
+	say("the Job controller created %s (it had only generateName %q at admission);", jobPod.Name, jobPod.GenerateName)
+	say("Spark learns the name at run time: spark.kubernetes.driver.pod.name %s", conf["spark.kubernetes.driver.pod.name"])
+	say("problems found by patches.VerifyDriver: %d", len(patches.VerifyDriver(jobPod)))
+
+	step("Waiting for kwok, which plays the kubelet here, to run both drivers")
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=driver"})
+		if err != nil || len(pods.Items) < 2 {
+			return false, nil
+		}
+		for _, p := range pods.Items {
+			// kwok completes pods owned by Jobs right away.
+			if p.Status.Phase != corev1.PodRunning && p.Status.Phase != corev1.PodSucceeded {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("drivers did not reach Running: %w", err)
+	}
+	kubectl(ctx, env, "get", "pods", "-n", ns, "-o", "wide")
+	say("READY counts the native sidecar: 2/2 is the sidecar and the Spark container.")
+
+	step("A driver the policy refuses: examples/refused-pod.yaml asks for 200 executors (limit 20)")
+	kubectl(ctx, env, "apply", "-n", ns, "-f", "examples/refused-pod.yaml")
+
+	step("Done. The control plane and the webhook keep running:")
+	say("export KUBECONFIG=%s", env.Cluster.Kubeconfig())
+	say("kubectl get pods -n %s", ns)
+	say("kubectl get pod spark-pi -n %s -o yaml     # the whole injected pod", ns)
+	say("go run ./cmd/sparklet inject -f examples/spark-pi-pod.yaml --policy examples/policy.yaml   # the same, offline")
+	say("logs: %s (webhook.log, cluster/logs/)", dir)
+	say("stop everything with: make cluster-down DIR=%s", filepath.Join(dir, "cluster"))
+	return nil
+}
+
+// kubectl runs kubectl as a user would and shows the command and its output.
+func kubectl(ctx context.Context, env *testenv.Env, args ...string) {
+	fmt.Printf("    $ kubectl %s\n", strings.Join(args, " "))
+	out, errOut, _ := env.Kubectl(ctx, nil, args...)
+	for _, line := range strings.Split(strings.TrimRight(out+errOut, "\n"), "\n") {
+		fmt.Printf("      %s\n", line)
+	}
+}
+
+func showInjected(pod *corev1.Pod) {
+	var st patches.Status
+	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
+	say("sparklet.io/status: version %s, application id %s, Spark container %q", st.Version, st.AppID, st.SparkContainer)
+	fmt.Println()
+	say("The sidecar, as a native sidecar (starts before the JVM, never holds up the pod's completion):")
+	for _, c := range pod.Spec.InitContainers {
+		policy := "-"
+		if c.RestartPolicy != nil {
+			policy = string(*c.RestartPolicy)
+		}
+		probe := "none"
+		if c.StartupProbe != nil && c.StartupProbe.HTTPGet != nil {
+			probe = fmt.Sprintf("GET %s :%s", c.StartupProbe.HTTPGet.Path, c.StartupProbe.HTTPGet.Port.String())
+		}
+		say("  initContainer %-18s image %s  restartPolicy %s  startupProbe %s", c.Name, c.Image, policy, probe)
+	}
+	fmt.Println()
+	say("Volumes sparklet added:")
+	vols := map[string]corev1.Volume{}
+	for _, v := range pod.Spec.Volumes {
+		vols[v.Name] = v
+	}
+	for _, name := range st.Volumes {
+		say("  %-20s %s", name, describeVolume(vols[name]))
+	}
+	fmt.Println()
+	say("Credentials:")
+	say("  automountServiceAccountToken: %v", *pod.Spec.AutomountServiceAccountToken)
+	for _, v := range st.RemovedVolumes {
+		say("  removed %s: the API server's token volume, which every container would have mounted", v)
+	}
+	for _, c := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		has := "no Kubernetes credential"
+		for _, m := range c.VolumeMounts {
+			if m.MountPath == patches.ServiceAccount {
+				has = "service-account token at " + m.MountPath
+			}
+			if m.MountPath == patches.JVMDir && c.Name != patches.SidecarName {
+				has = "no Kubernetes credential; a per-pod token for the sidecar only, at " + patches.TokenFile
+			}
+		}
+		say("  %-18s %s", c.Name, has)
+	}
+	fmt.Println()
+	say("Effective Spark configuration (annotation sparklet.io/effective-conf, read by the JVM as spark-defaults.conf):")
+	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	keys := make([]string, 0, len(conf))
+	for k := range conf {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		say("  %-48s %s", k, conf[k])
+	}
+	fmt.Println()
+	say("Env added to the Spark container: %s", strings.Join(st.Env, ", "))
+	if p := patches.VerifyDriver(pod); len(p) > 0 {
+		say("problems: %v", p)
+	}
+}
+
+func describeVolume(v corev1.Volume) string {
+	switch {
+	case v.DownwardAPI != nil:
+		return "downward API: the effective Spark conf as " + patches.ConfDir + "/" + patches.ConfFile
+	case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
+		return "in-memory emptyDir: the JVM's token for the sidecar"
+	case v.EmptyDir != nil:
+		return "emptyDir: Spark scratch space (SPARK_LOCAL_DIRS)"
+	case v.Projected != nil:
+		return "projected service-account token, mounted only into the sidecar"
+	case v.Secret != nil:
+		return "Secret " + v.Secret.SecretName
+	case v.ConfigMap != nil:
+		return "ConfigMap " + v.ConfigMap.Name
+	}
+	return ""
+}
