@@ -1,0 +1,122 @@
+package sidecar
+
+import (
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// event is one change the informer saw, in the order it saw them.
+type event struct {
+	Type watch.EventType
+	Pod  *corev1.Pod
+	rv   uint64
+}
+
+// hub fans the informer's events out to the JVM's watches and keeps the
+// most recent ones, so a watch that resumes from a resourceVersion gets
+// what it missed instead of a 410, which fabric8 would never recover from.
+type hub struct {
+	mu     sync.Mutex
+	recent []event // ring, oldest first
+	max    int
+	subs   map[chan event]struct{}
+	latest uint64
+	// dropped is set once the ring has discarded events.
+	dropped bool
+}
+
+func newHub(max int) *hub { return &hub{max: max, subs: map[chan event]struct{}{}} }
+
+func rvOf(p *corev1.Pod) uint64 {
+	n, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
+	return n
+}
+
+// handler feeds the hub from an informer.
+func (h *hub) handler() cache.ResourceEventHandler {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { h.publish(watch.Added, obj) },
+		UpdateFunc: func(_, obj any) { h.publish(watch.Modified, obj) },
+		DeleteFunc: func(obj any) {
+			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = d.Obj
+			}
+			h.publish(watch.Deleted, obj)
+		},
+	}
+}
+
+func (h *hub) publish(t watch.EventType, obj any) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	e := event{Type: t, Pod: pod, rv: rvOf(pod)}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if e.rv > h.latest {
+		h.latest = e.rv
+	}
+	h.recent = append(h.recent, e)
+	if len(h.recent) > h.max {
+		h.recent = h.recent[len(h.recent)-h.max:]
+		h.dropped = true
+	}
+	for ch := range h.subs {
+		select {
+		case ch <- e:
+		default:
+			// A watcher too slow to keep up is closed; its client reconnects
+			// with its last resourceVersion and is replayed from recent.
+			delete(h.subs, ch)
+			close(ch)
+		}
+	}
+}
+
+// subscribe returns a channel of new events and, when since is a version
+// the hub still holds, the events after it (replay=true). Otherwise the
+// caller starts from the current state.
+func (h *hub) subscribe(since uint64) (ch chan event, missed []event, replay bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ch = make(chan event, 1024)
+	h.subs[ch] = struct{}{}
+	if since == 0 {
+		return ch, nil, false
+	}
+	if h.latest == 0 {
+		return ch, nil, false // no versions seen yet: start from the current state
+	}
+	if since >= h.latest {
+		return ch, nil, true
+	}
+	if h.dropped && (len(h.recent) == 0 || h.recent[0].rv > since) {
+		return ch, nil, false // older than what we keep: start from the current state
+	}
+	for _, e := range h.recent {
+		if e.rv > since {
+			missed = append(missed, e)
+		}
+	}
+	return ch, missed, true
+}
+
+func (h *hub) unsubscribe(ch chan event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.subs[ch]; ok {
+		delete(h.subs, ch)
+		close(ch)
+	}
+}
+
+func (h *hub) latestRV() uint64 {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.latest
+}

@@ -1,0 +1,69 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sparklet/sparklet/patches"
+)
+
+// sparkTerminated reports whether the Spark container has ended.
+func sparkTerminated(pod *corev1.Pod, container string) bool {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container && s.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// cleanup deletes the application's executor pods, executor ConfigMaps and
+// PVCs: what Spark's own stop() would delete had the JVM stopped cleanly.
+func cleanup(ctx context.Context, client kubernetes.Interface, namespace, appID string) error {
+	bg := metav1.DeletePropagationBackground
+	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
+	app := patches.LabelAppID + "=" + appID
+	core := client.CoreV1()
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"executor pods", func() error {
+			return core.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + patches.LabelRole + "=executor"})
+		}},
+		{"executor ConfigMaps", func() error {
+			return core.ConfigMaps(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
+		}},
+		{"PVCs", func() error {
+			return core.PersistentVolumeClaims(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
+		}},
+	}
+	for _, s := range steps {
+		if err := s.run(); err != nil {
+			return fmt.Errorf("delete %s of %s: %w", s.what, appID, err)
+		}
+	}
+	return nil
+}
+
+// cleanupAndReport runs cleanup within timeout and records the outcome.
+func (s *Sidecar) cleanupAndReport(why string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CleanupTimeout)
+	defer cancel()
+	start := time.Now()
+	err := cleanup(ctx, s.client, s.cfg.Namespace, s.appID)
+	if err != nil {
+		s.events.warning("CleanupFailed", err.Error())
+		s.log.WithError(err).Error("cleanup failed")
+		return err
+	}
+	msg := fmt.Sprintf("%s: deleted the executors, executor ConfigMaps and PVCs of %s in %s", why, s.appID, time.Since(start).Round(time.Millisecond))
+	s.events.normal("CleanedUp", msg)
+	s.log.Info(msg)
+	return nil
+}
