@@ -27,7 +27,7 @@ func ctxFor(t *testing.T) context.Context {
 // namespace creates a namespace of the test's own.
 func namespace(t *testing.T, optIn bool) string {
 	t.Helper()
-	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "").Replace(t.Name()))
 	if len(name) > 50 {
 		name = name[:50]
 	}
@@ -178,7 +178,7 @@ func TestRefusalReachesKubectl(t *testing.T) {
 	if err == nil {
 		t.Fatal("kubectl apply of a pod over the executor limit succeeded")
 	}
-	for _, want := range []string{"denied the request", "spark.executor.instances=200", "limits.maxExecutors=20"} {
+	for _, want := range []string{"denied the request", "spark.executor.instances=200", "limits.maxExecutors=100"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("kubectl's error does not contain %q:\n%s", want, stderr)
 		}

@@ -140,7 +140,7 @@ func TestRefusalIsAnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, err := run(t, string(in), examplePolicy(t))
-	if err == nil || !strings.Contains(err.Error(), "limits.maxExecutors=20") {
+	if err == nil || !strings.Contains(err.Error(), "limits.maxExecutors=100") {
 		t.Fatalf("err = %v, want the maxExecutors refusal", err)
 	}
 	if out != "" {

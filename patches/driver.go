@@ -406,6 +406,11 @@ func (d *driver) setAppID() error {
 }
 
 func (d *driver) applyPolicy() error {
+	// The ServiceAccount admission plugin, which runs before webhooks, fills
+	// in "default" for a pod that names no service account: treat it as unset.
+	if sa := d.pol.Driver.Defaults.ServiceAccountName; sa != "" && d.pod.Spec.ServiceAccountName == "default" {
+		d.pod.Spec.ServiceAccountName = sa
+	}
 	applySettings(d.pod, d.container(), d.pol.Driver.Defaults, false)
 	applySettings(d.pod, d.container(), d.pol.Driver.Enforced, true)
 	return nil

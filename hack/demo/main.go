@@ -111,7 +111,7 @@ func run(bin, dir string) error {
 	kubectl(ctx, env, "get", "pods", "-n", ns, "-o", "wide")
 	say("READY counts the native sidecar: 2/2 is the sidecar and the Spark container.")
 
-	step("A driver the policy refuses: examples/refused-pod.yaml asks for 200 executors (limit 20)")
+	step("A driver the policy refuses: examples/refused-pod.yaml asks for 200 executors (limit 100)")
 	kubectl(ctx, env, "apply", "-n", ns, "-f", "examples/refused-pod.yaml")
 
 	step("Done. The control plane and the webhook keep running:")

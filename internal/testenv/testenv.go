@@ -21,6 +21,7 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -134,7 +135,14 @@ func (e *Env) waitCalled(ctx context.Context) error {
 	return nil
 }
 
-// CreateNamespace creates a namespace, opted in to injection when optIn.
+// DriverServiceAccount is the driver service account the Helm chart
+// creates in each opted-in namespace it lists, and examples/policy.yaml
+// names as the default.
+const DriverServiceAccount = "spark-driver"
+
+// CreateNamespace creates a namespace. When optIn is set it labels it for
+// injection and, as the chart does, creates the driver service account and
+// binds it to what the sidecar needs.
 func (e *Env) CreateNamespace(ctx context.Context, name string, optIn bool) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if optIn {
@@ -142,6 +150,11 @@ func (e *Env) CreateNamespace(ctx context.Context, name string, optIn bool) erro
 	}
 	if _, err := e.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
+	}
+	if optIn {
+		if err := e.driverRBAC(ctx, name); err != nil {
+			return err
+		}
 	}
 	// Pods need the namespace's default service account.
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -289,4 +302,37 @@ func tail(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return string(bytes.Join(lines, []byte("\n")))
+}
+
+// driverRBAC grants the driver service account what the chart's driver
+// ClusterRole grants: the sidecar acts with it.
+func (e *Env) driverRBAC(ctx context.Context, ns string) error {
+	cs := e.Client
+	all := []string{"get", "list", "watch", "create", "delete", "deletecollection", "patch"}
+	objects := []func() error{
+		func() error {
+			_, err := cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: DriverServiceAccount}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
+				{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "persistentvolumeclaims"}, Verbs: all},
+				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "delete", "deletecollection"}},
+				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
+			}}, metav1.CreateOptions{})
+			return err
+		},
+		func() error {
+			_, err := cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"},
+				RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "sparklet-driver"},
+				Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: DriverServiceAccount, Namespace: ns}}}, metav1.CreateOptions{})
+			return err
+		},
+	}
+	for _, create := range objects {
+		if err := create(); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("driver RBAC in %s: %w", ns, err)
+		}
+	}
+	return nil
 }

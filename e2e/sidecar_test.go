@@ -1,0 +1,425 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/internal/sparkemu"
+	"github.com/sparklet/sparklet/patches"
+)
+
+// driverRun is one injected driver pod with its sidecar running locally as
+// that pod would run it.
+type driverRun struct {
+	t       *testing.T
+	ns      string
+	pod     *corev1.Pod
+	appID   string
+	listen  string
+	metrics string
+	dir     string
+	cmd     *exec.Cmd
+	exited  chan error
+}
+
+// startDriver creates the example driver pod through the webhook and runs
+// its sidecar locally with a token from the TokenRequest API.
+func startDriver(t *testing.T, ns string) *driverRun {
+	t.Helper()
+	ctx := ctxFor(t)
+	pod, err := env.Client.CoreV1().Pods(ns).Create(ctx, examplePod(t, "spark-pi-pod.yaml"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireInjected(t, pod)
+	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[patches.LabelAppID], dir: t.TempDir()}
+	// Wait for kwok to give the driver an IP, as the JVM would need.
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		return err == nil && p.Status.PodIP != "", nil
+	})
+	if err != nil {
+		t.Fatal("driver pod got no IP")
+	}
+	d.start()
+	return d
+}
+
+func freeAddr(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// start runs `sparklet sidecar` with the env the webhook injected.
+func (d *driverRun) start() {
+	t := d.t
+	ctx := ctxFor(t)
+	exp := int64(3600)
+	tok, err := env.Client.CoreV1().ServiceAccounts(d.ns).CreateToken(ctx, d.pod.Spec.ServiceAccountName, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: d.pod.Name, UID: d.pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token request: %v", err)
+	}
+	rc := env.Cluster.RESTConfig()
+	ca, _ := env.Cluster.CA()
+	kubeconfig := filepath.Join(d.dir, "kubeconfig")
+	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]\n"+
+		"users: [{name: u, user: {token: %q}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+		rc.Host, b64(ca), tok.Status.Token)
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var sc *corev1.Container
+	for i := range d.pod.Spec.InitContainers {
+		if d.pod.Spec.InitContainers[i].Name == patches.SidecarName {
+			sc = &d.pod.Spec.InitContainers[i]
+		}
+	}
+	if d.listen == "" { // a restart keeps the addresses, as in the pod
+		d.listen, d.metrics = freeAddr(t), freeAddr(t)
+	}
+	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), append(sc.Args, "--kubeconfig", kubeconfig)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for _, e := range sc.Env {
+		v := e.Value
+		switch e.Name {
+		case "SPARKLET_POD_NAME":
+			v = d.pod.Name
+		case "SPARKLET_POD_NAMESPACE":
+			v = d.ns
+		case "SPARKLET_LISTEN":
+			v = d.listen
+		case "SPARKLET_METRICS_LISTEN":
+			v = d.metrics
+		case "SPARKLET_TOKEN_FILE":
+			v = filepath.Join(d.dir, "token")
+		}
+		cmd.Env = append(cmd.Env, e.Name+"="+v)
+	}
+	log, err := os.OpenFile(filepath.Join(d.dir, "sidecar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	d.cmd, d.exited = cmd, make(chan error, 1)
+	go func() { d.exited <- cmd.Wait(); log.Close() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if t.Failed() {
+			data, _ := os.ReadFile(filepath.Join(d.dir, "sidecar.log"))
+			t.Logf("sidecar log:\n%s", tailLines(string(data), 30))
+		}
+	})
+	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-d.exited:
+			data, _ := os.ReadFile(filepath.Join(d.dir, "sidecar.log"))
+			return false, fmt.Errorf("sidecar exited: %v\n%s", err, data)
+		default:
+		}
+		resp, err := http.Get("http://" + d.metrics + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200, nil
+	})
+	if err != nil {
+		t.Fatalf("sidecar not ready: %v", err)
+	}
+}
+
+func tailLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// emulator is the JVM, configured as the injected conf says.
+func (d *driverRun) emulator(mode sparkemu.Mode) *sparkemu.Driver {
+	token, err := os.ReadFile(filepath.Join(d.dir, "token"))
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	conf, _ := patches.ParseSparkConf(d.pod.Annotations[patches.AnnotationEffectiveConf])
+	return sparkemu.New(sparkemu.Config{
+		Server: "http://" + d.listen, Token: string(token), Namespace: conf["spark.kubernetes.namespace"],
+		AppID: conf["spark.app.id"], DriverPod: d.pod.Name, Image: conf["spark.kubernetes.container.image"],
+		Mode: mode, PollInterval: 2 * time.Second, DeleteGracePeriod: 100 * time.Millisecond,
+	})
+}
+
+// leftovers counts what of the application is still in the API server.
+func (d *driverRun) leftovers(ctx context.Context) (pods, configMaps int) {
+	sel := metav1.ListOptions{LabelSelector: patches.LabelAppID + "=" + d.appID}
+	p, err := env.Client.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: sel.LabelSelector + ",spark-role=executor"})
+	if err == nil {
+		pods = len(p.Items)
+	}
+	c, err := env.Client.CoreV1().ConfigMaps(d.ns).List(ctx, sel)
+	if err == nil {
+		configMaps = len(c.Items)
+	}
+	return pods, configMaps
+}
+
+func (d *driverRun) waitClean(ctx context.Context) time.Duration {
+	start := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		p, c := d.leftovers(ctx)
+		return p == 0 && c == 0, nil
+	})
+	if err != nil {
+		p, c := d.leftovers(ctx)
+		d.t.Fatalf("%d executors and %d ConfigMaps of %s left", p, c, d.appID)
+	}
+	return time.Since(start)
+}
+
+func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
+	for _, mode := range []sparkemu.Mode{sparkemu.Spark35, sparkemu.Spark40} {
+		t.Run("spark"+string(mode), func(t *testing.T) {
+			ctx := ctxFor(t)
+			ns := namespace(t, true)
+			d := startDriver(t, ns)
+			jvm := d.emulator(mode)
+			runCtx, stop := context.WithCancel(ctx)
+			defer stop()
+			if err := jvm.Start(runCtx); err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			jvm.SetTarget(50)
+			if err := jvm.WaitRunning(ctx, 50); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Spark %s through the sidecar: 50 executors Running in %s", mode, time.Since(start).Round(time.Millisecond))
+			pods, _ := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+			for _, p := range pods.Items {
+				if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != d.pod.UID || p.Labels[patches.LabelManaged] != "true" {
+					t.Fatalf("executor %s not owned by the driver or not labelled: %+v", p.Name, p.ObjectMeta)
+				}
+				if p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {
+					t.Fatalf("executor %s would get a service-account token", p.Name)
+				}
+			}
+			if len(pods.Items) != 50 {
+				t.Fatalf("%d executor pods, want 50", len(pods.Items))
+			}
+			var kill []int
+			for i := 1; i <= 10; i++ {
+				kill = append(kill, i)
+			}
+			if err := jvm.Kill(ctx, kill); err != nil {
+				t.Fatal(err)
+			}
+			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				p, _ := d.leftovers(ctx)
+				return p == 40, nil
+			})
+			if err != nil {
+				p, _ := d.leftovers(ctx)
+				t.Fatalf("after killing 10: %d executors, want 40", p)
+			}
+			if err := jvm.Stop(ctx); err != nil {
+				t.Fatal(err)
+			}
+			d.waitClean(ctx)
+			st := jvm.Stats()
+			t.Logf("JVM requests: %v", st.Requests)
+			if st.HTTPFallback || st.WatchGone {
+				t.Errorf("the watch fell back to HTTP (%v) or got a 410 (%v)", st.HTTPFallback, st.WatchGone)
+			}
+		})
+	}
+}
+
+func TestSidecarCleansUpWhenTheDriverContainerEnds(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	d := startDriver(t, ns)
+	jvm := d.emulator(sparkemu.Spark40)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := jvm.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	jvm.SetTarget(20)
+	if err := jvm.WaitRunning(ctx, 20); err != nil {
+		t.Fatal(err)
+	}
+	stop() // the JVM dies without calling stop()
+	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, d.pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "spark", Image: "apache/spark:3.5.4", ImageID: "x",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.Now()}}}}
+	ended := time.Now()
+	if _, err := env.Client.CoreV1().Pods(ns).UpdateStatus(ctx, pod, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-d.exited:
+		if err != nil {
+			t.Errorf("sidecar exited with %v, want 0 so the pod can complete", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("sidecar did not exit after the Spark container ended")
+	}
+	d.waitClean(ctx)
+	t.Logf("cleanup after the Spark container ended: %s", time.Since(ended).Round(time.Millisecond))
+	events, _ := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=CleanedUp"})
+	if len(events.Items) != 1 {
+		t.Errorf("%d CleanedUp events on the driver pod, want 1", len(events.Items))
+	}
+}
+
+func TestQuotaRefusalsAreShieldedAndExplained(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("6")}}}
+	if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		q, err := env.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "pods", metav1.GetOptions{})
+		return err == nil && q.Status.Hard != nil, nil
+	})
+	if err != nil {
+		t.Fatal("quota not initialised")
+	}
+	d := startDriver(t, ns) // the driver is pod 1 of 6
+	jvm := d.emulator(sparkemu.Spark40)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := jvm.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	jvm.SetTarget(10)
+	if err := jvm.WaitRunning(ctx, 5); err != nil {
+		t.Fatal(err)
+	}
+	// Let the JVM's one-second allocation loop hit the quota for a while.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return len(jvm.Stats().Failures) >= 6, nil
+	})
+	if err != nil {
+		t.Fatalf("the JVM saw %d refused creates", len(jvm.Stats().Failures))
+	}
+	elapsed := time.Since(start)
+	creates := metric(t, d.metrics, `sparklet_sidecar_api_requests_total{code="403",method="POST"}`)
+	shielded := metric(t, d.metrics, "sparklet_sidecar_quota_short_circuits_total")
+	events, _ := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorQuota"})
+	t.Logf("over %s: JVM saw %d refusals; %d reached the API server, %d were answered by the sidecar; %d events",
+		elapsed.Round(time.Millisecond), len(jvm.Stats().Failures), int(creates), int(shielded), len(events.Items))
+	// Backoff starts at 2 s and doubles: at most one API create per period.
+	if periods := 1 + int(elapsed/(2*time.Second)); int(creates) > periods {
+		t.Errorf("%d refused creates reached the API server in %s, want at most %d (one per backoff period)", int(creates), elapsed, periods)
+	}
+	if shielded == 0 || len(events.Items) == 0 || len(events.Items) != int(creates) {
+		t.Errorf("want shielded retries and one ExecutorQuota event per API refusal: shielded %v, events %d, refusals %v", shielded, len(events.Items), creates)
+	}
+	if !strings.Contains(jvm.Stats().Failures[0], "exceeded quota") {
+		t.Errorf("the JVM's error does not explain the quota: %s", jvm.Stats().Failures[0])
+	}
+}
+
+func TestSidecarRestartMidAllocation(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	d := startDriver(t, ns)
+	jvm := d.emulator(sparkemu.Spark35)
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	if err := jvm.Start(runCtx); err != nil {
+		t.Fatal(err)
+	}
+	jvm.SetTarget(30)
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		return jvm.Stats().Created >= 10, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The kubelet restarts a native sidecar in place: same pod, same
+	// emptyDir. The JVM keeps running with the token it read at start.
+	_ = d.cmd.Process.Signal(syscall.SIGKILL)
+	<-d.exited
+	d.start()
+	if err := jvm.WaitRunning(ctx, 30); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("JVM across the restart: %+v", jvm.Stats().Requests)
+	pods, _ := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if len(pods.Items) != 30 {
+		t.Errorf("%d executors after the restart, want 30", len(pods.Items))
+	}
+}
+
+// metric reads one sample from the sidecar's /metrics.
+func metric(t *testing.T, addr, name string) float64 {
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	buf := new(strings.Builder)
+	_, _ = fmt.Fprint(buf, "")
+	data := make([]byte, 1<<20)
+	n, _ := readFull(resp, data)
+	for _, line := range strings.Split(string(data[:n]), "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			var v float64
+			_, _ = fmt.Sscan(strings.TrimPrefix(line, name+" "), &v)
+			return v
+		}
+	}
+	return 0
+}
+
+func readFull(resp *http.Response, buf []byte) (int, error) {
+	n := 0
+	for n < len(buf) {
+		m, err := resp.Body.Read(buf[n:])
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+func b64(data []byte) string {
+	out, _ := json.Marshal(data) // JSON encodes []byte as base64
+	return strings.Trim(string(out), `"`)
+}
