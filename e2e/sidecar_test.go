@@ -2,40 +2,33 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net"
+	"io"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/internal/sparkemu"
+	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
 )
 
 // driverRun is one injected driver pod with its sidecar running locally as
 // that pod would run it.
 type driverRun struct {
-	t       *testing.T
-	ns      string
-	pod     *corev1.Pod
-	appID   string
-	listen  string
-	metrics string
-	dir     string
-	cmd     *exec.Cmd
-	exited  chan error
+	t     *testing.T
+	ns    string
+	pod   *corev1.Pod
+	appID string
+	sc    *testenv.Sidecar
 }
 
 // startDriver creates the example driver pod through the webhook and runs
@@ -48,110 +41,22 @@ func startDriver(t *testing.T, ns string) *driverRun {
 		t.Fatal(err)
 	}
 	requireInjected(t, pod)
-	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[patches.LabelAppID], dir: t.TempDir()}
-	// Wait for kwok to give the driver an IP, as the JVM would need.
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && p.Status.PodIP != "", nil
-	})
-	if err != nil {
-		t.Fatal("driver pod got no IP")
-	}
-	d.start()
-	return d
-}
-
-func freeAddr(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	sc, err := env.NewSidecar(pod, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// start runs `sparklet sidecar` with the env the webhook injected.
-func (d *driverRun) start() {
-	t := d.t
-	ctx := ctxFor(t)
-	exp := int64(3600)
-	tok, err := env.Client.CoreV1().ServiceAccounts(d.ns).CreateToken(ctx, d.pod.Spec.ServiceAccountName, &authv1.TokenRequest{
-		Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp, BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: d.pod.Name, UID: d.pod.UID}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("token request: %v", err)
-	}
-	rc := env.Cluster.RESTConfig()
-	ca, _ := env.Cluster.CA()
-	kubeconfig := filepath.Join(d.dir, "kubeconfig")
-	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]\n"+
-		"users: [{name: u, user: {token: %q}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
-		rc.Host, b64(ca), tok.Status.Token)
-	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	var sc *corev1.Container
-	for i := range d.pod.Spec.InitContainers {
-		if d.pod.Spec.InitContainers[i].Name == patches.SidecarName {
-			sc = &d.pod.Spec.InitContainers[i]
-		}
-	}
-	if d.listen == "" { // a restart keeps the addresses, as in the pod
-		d.listen, d.metrics = freeAddr(t), freeAddr(t)
-	}
-	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), append(sc.Args, "--kubeconfig", kubeconfig)...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	for _, e := range sc.Env {
-		v := e.Value
-		switch e.Name {
-		case "SPARKLET_POD_NAME":
-			v = d.pod.Name
-		case "SPARKLET_POD_NAMESPACE":
-			v = d.ns
-		case "SPARKLET_LISTEN":
-			v = d.listen
-		case "SPARKLET_METRICS_LISTEN":
-			v = d.metrics
-		case "SPARKLET_TOKEN_FILE":
-			v = filepath.Join(d.dir, "token")
-		}
-		cmd.Env = append(cmd.Env, e.Name+"="+v)
-	}
-	log, err := os.OpenFile(filepath.Join(d.dir, "sidecar.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	d.cmd, d.exited = cmd, make(chan error, 1)
-	go func() { d.exited <- cmd.Wait(); log.Close() }()
+	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[patches.LabelAppID], sc: sc}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		sc.Signal(syscall.SIGTERM)
 		if t.Failed() {
-			data, _ := os.ReadFile(filepath.Join(d.dir, "sidecar.log"))
+			data, _ := os.ReadFile(sc.LogFile())
 			t.Logf("sidecar log:\n%s", tailLines(string(data), 30))
 		}
 	})
-	err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		select {
-		case err := <-d.exited:
-			data, _ := os.ReadFile(filepath.Join(d.dir, "sidecar.log"))
-			return false, fmt.Errorf("sidecar exited: %v\n%s", err, data)
-		default:
-		}
-		resp, err := http.Get("http://" + d.metrics + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
-	})
-	if err != nil {
-		t.Fatalf("sidecar not ready: %v", err)
+	if err := sc.Start(ctx); err != nil {
+		t.Fatal(err)
 	}
+	return d
 }
 
 func tailLines(s string, n int) string {
@@ -164,13 +69,13 @@ func tailLines(s string, n int) string {
 
 // emulator is the JVM, configured as the injected conf says.
 func (d *driverRun) emulator(mode sparkemu.Mode) *sparkemu.Driver {
-	token, err := os.ReadFile(filepath.Join(d.dir, "token"))
+	token, err := d.sc.Token()
 	if err != nil {
 		d.t.Fatal(err)
 	}
 	conf, _ := patches.ParseSparkConf(d.pod.Annotations[patches.AnnotationEffectiveConf])
 	return sparkemu.New(sparkemu.Config{
-		Server: "http://" + d.listen, Token: string(token), Namespace: conf["spark.kubernetes.namespace"],
+		Server: "http://" + d.sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"],
 		AppID: conf["spark.app.id"], DriverPod: d.pod.Name, Image: conf["spark.kubernetes.container.image"],
 		Mode: mode, PollInterval: 2 * time.Second, DeleteGracePeriod: 100 * time.Millisecond,
 	})
@@ -287,7 +192,7 @@ func TestSidecarCleansUpWhenTheDriverContainerEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-d.exited:
+	case err := <-d.sc.Exited():
 		if err != nil {
 			t.Errorf("sidecar exited with %v, want 0 so the pod can complete", err)
 		}
@@ -337,8 +242,8 @@ func TestQuotaRefusalsAreShieldedAndExplained(t *testing.T) {
 		t.Fatalf("the JVM saw %d refused creates", len(jvm.Stats().Failures))
 	}
 	elapsed := time.Since(start)
-	creates := metric(t, d.metrics, `sparklet_sidecar_api_requests_total{code="403",method="POST"}`)
-	shielded := metric(t, d.metrics, "sparklet_sidecar_quota_short_circuits_total")
+	creates := metric(t, d.sc.Metrics, `sparklet_sidecar_api_requests_total{code="403",method="POST"}`)
+	shielded := metric(t, d.sc.Metrics, "sparklet_sidecar_quota_short_circuits_total")
 	events, _ := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorQuota"})
 	t.Logf("over %s: JVM saw %d refusals; %d reached the API server, %d were answered by the sidecar; %d events",
 		elapsed.Round(time.Millisecond), len(jvm.Stats().Failures), int(creates), int(shielded), len(events.Items))
@@ -373,9 +278,11 @@ func TestSidecarRestartMidAllocation(t *testing.T) {
 	}
 	// The kubelet restarts a native sidecar in place: same pod, same
 	// emptyDir. The JVM keeps running with the token it read at start.
-	_ = d.cmd.Process.Signal(syscall.SIGKILL)
-	<-d.exited
-	d.start()
+	d.sc.Signal(syscall.SIGKILL)
+	<-d.sc.Exited()
+	if err := d.sc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
 	if err := jvm.WaitRunning(ctx, 30); err != nil {
 		t.Fatal(err)
 	}
@@ -393,33 +300,12 @@ func metric(t *testing.T, addr, name string) float64 {
 		t.Fatal(err)
 	}
 	defer resp.Body.Close()
-	buf := new(strings.Builder)
-	_, _ = fmt.Fprint(buf, "")
-	data := make([]byte, 1<<20)
-	n, _ := readFull(resp, data)
-	for _, line := range strings.Split(string(data[:n]), "\n") {
+	data, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(line, name+" ") {
-			var v float64
-			_, _ = fmt.Sscan(strings.TrimPrefix(line, name+" "), &v)
+			v, _ := strconv.ParseFloat(strings.TrimPrefix(line, name+" "), 64)
 			return v
 		}
 	}
 	return 0
-}
-
-func readFull(resp *http.Response, buf []byte) (int, error) {
-	n := 0
-	for n < len(buf) {
-		m, err := resp.Body.Read(buf[n:])
-		n += m
-		if err != nil {
-			return n, err
-		}
-	}
-	return n, nil
-}
-
-func b64(data []byte) string {
-	out, _ := json.Marshal(data) // JSON encodes []byte as base64
-	return strings.Trim(string(out), `"`)
 }

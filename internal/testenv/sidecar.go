@@ -1,0 +1,144 @@
+package testenv
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/patches"
+)
+
+// Sidecar is `sparklet sidecar` running locally as an injected driver
+// pod's sidecar container would: the same args and env, a token from the
+// TokenRequest API for the pod's service account, loopback addresses.
+type Sidecar struct {
+	Pod     *corev1.Pod
+	Listen  string // the JVM's API
+	Metrics string // /metrics, /readyz
+	Dir     string // token, certificate, kubeconfig, log
+	env     *Env
+	cmd     *exec.Cmd
+	exited  chan error
+}
+
+// NewSidecar prepares a sidecar for an injected pod; Start runs it.
+func (e *Env) NewSidecar(pod *corev1.Pod, dir string) (*Sidecar, error) {
+	listen, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	metrics, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	return &Sidecar{Pod: pod, env: e, Dir: dir,
+		Listen: fmt.Sprintf("127.0.0.1:%d", listen), Metrics: fmt.Sprintf("127.0.0.1:%d", metrics)}, nil
+}
+
+// TokenFile is where the sidecar writes the JVM's token.
+func (s *Sidecar) TokenFile() string { return filepath.Join(s.Dir, "token") }
+
+// LogFile is the sidecar's log.
+func (s *Sidecar) LogFile() string { return filepath.Join(s.Dir, "sidecar.log") }
+
+// Exited delivers the process's exit.
+func (s *Sidecar) Exited() <-chan error { return s.exited }
+
+// Start runs the sidecar and waits until it is ready. A restart keeps the
+// addresses and the directory, as the kubelet keeps the pod's.
+func (s *Sidecar) Start(ctx context.Context) error {
+	e := s.env
+	exp := int64(3600)
+	tok, err := e.Client.CoreV1().ServiceAccounts(s.Pod.Namespace).CreateToken(ctx, s.Pod.Spec.ServiceAccountName, &authv1.TokenRequest{
+		Spec: authv1.TokenRequestSpec{ExpirationSeconds: &exp,
+			BoundObjectRef: &authv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: s.Pod.Name, UID: s.Pod.UID}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("token request for %s: %w", s.Pod.Spec.ServiceAccountName, err)
+	}
+	ca, _ := e.Cluster.CA()
+	kubeconfig := filepath.Join(s.Dir, "kubeconfig")
+	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: %q, certificate-authority-data: %q}}]\n"+
+		"users: [{name: u, user: {token: %q}}]\ncontexts: [{name: c, context: {cluster: c, user: u}}]\ncurrent-context: c\n",
+		e.Cluster.RESTConfig().Host, base64.StdEncoding.EncodeToString(ca), tok.Status.Token)
+	if err := os.WriteFile(kubeconfig, []byte(cfg), 0o600); err != nil {
+		return err
+	}
+	var sc *corev1.Container
+	for i := range s.Pod.Spec.InitContainers {
+		if s.Pod.Spec.InitContainers[i].Name == patches.SidecarName {
+			sc = &s.Pod.Spec.InitContainers[i]
+		}
+	}
+	if sc == nil {
+		return fmt.Errorf("pod %s has no %s container", s.Pod.Name, patches.SidecarName)
+	}
+	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), append(append([]string{}, sc.Args...), "--kubeconfig", kubeconfig)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	for _, v := range sc.Env {
+		val := v.Value
+		switch v.Name {
+		case "SPARKLET_POD_NAME":
+			val = s.Pod.Name
+		case "SPARKLET_POD_NAMESPACE":
+			val = s.Pod.Namespace
+		case "SPARKLET_LISTEN":
+			val = s.Listen
+		case "SPARKLET_METRICS_LISTEN":
+			val = s.Metrics
+		case "SPARKLET_TOKEN_FILE":
+			val = s.TokenFile()
+		}
+		cmd.Env = append(cmd.Env, v.Name+"="+val)
+	}
+	log, err := os.OpenFile(s.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return err
+	}
+	s.cmd, s.exited = cmd, make(chan error, 1)
+	go func() { s.exited <- cmd.Wait(); log.Close() }()
+	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		select {
+		case err := <-s.exited:
+			s.exited <- err
+			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, tail(s.LogFile(), 20))
+		default:
+		}
+		resp, err := http.Get("http://" + s.Metrics + "/readyz")
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+}
+
+// Signal sends sig to the sidecar process.
+func (s *Sidecar) Signal(sig syscall.Signal) {
+	if s.cmd != nil {
+		_ = s.cmd.Process.Signal(sig)
+	}
+}
+
+// Token is the JVM's token, as the JVM would read it.
+func (s *Sidecar) Token() (string, error) {
+	b, err := os.ReadFile(s.TokenFile())
+	return string(b), err
+}
