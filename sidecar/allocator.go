@@ -48,6 +48,31 @@ type allocator struct {
 	backoff   time.Duration
 	lastQuota error
 	inflight  int
+
+	createdTotal int       // executors created by this sidecar
+	sinceEvent   int       // created since the last ExecutorsCreated event
+	lastEvent    time.Time // when that event was written
+}
+
+// createdEventEvery spaces the ExecutorsCreated events: one per executor
+// would put a write on the API server per executor.
+const createdEventEvery = 30 * time.Second
+
+// recordCreated counts a creation and, at most every createdEventEvery,
+// summarises the creations in an Event on the driver pod.
+func (a *allocator) recordCreated(name string) {
+	a.mu.Lock()
+	a.createdTotal++
+	a.sinceEvent++
+	now := a.now()
+	if !a.lastEvent.IsZero() && now.Sub(a.lastEvent) < createdEventEvery {
+		a.mu.Unlock()
+		return
+	}
+	msg := fmt.Sprintf("created executor pod %s; %d created since the last such event, %d in all", name, a.sinceEvent, a.createdTotal)
+	a.sinceEvent, a.lastEvent = 0, now
+	a.mu.Unlock()
+	a.events.normal("ExecutorsCreated", msg)
 }
 
 func newAllocator(client kubernetes.Interface, st *state, pol *policy.Effective, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
@@ -120,7 +145,7 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, i
 		return nil, 0, err
 	}
 	a.clearBackoff()
-	a.events.normal("ExecutorCreated", fmt.Sprintf("created executor pod %s", created.Name))
+	a.recordCreated(created.Name)
 	return created, http.StatusCreated, nil
 }
 

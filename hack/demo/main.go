@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/internal/sparkemu"
 	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
 )
@@ -110,6 +111,10 @@ func run(bin, dir string) error {
 	}
 	kubectl(ctx, env, "get", "pods", "-n", ns, "-o", "wide")
 	say("READY counts the native sidecar: 2/2 is the sidecar and the Spark container.")
+
+	if err := runExecutors(ctx, env, pod, filepath.Join(dir, "sidecar")); err != nil {
+		return err
+	}
 
 	step("A driver the policy refuses: examples/refused-pod.yaml asks for 200 executors (limit 100)")
 	kubectl(ctx, env, "apply", "-n", ns, "-f", "examples/refused-pod.yaml")
@@ -211,4 +216,81 @@ func describeVolume(v corev1.Volume) string {
 		return "ConfigMap " + v.ConfigMap.Name
 	}
 	return ""
+}
+
+// runExecutors runs spark-pi's sidecar locally, exactly as the injected
+// container would run it, and the driver emulator in the JVM's place.
+func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir string) error {
+	step("Running spark-pi's sidecar (sparklet sidecar, with the injected env) and the driver emulator as the JVM")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	sc, err := env.NewSidecar(pod, dir)
+	if err != nil {
+		return err
+	}
+	if err := sc.Start(ctx); err != nil {
+		return err
+	}
+	token, err := sc.Token()
+	if err != nil {
+		return err
+	}
+	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	say("the sidecar serves the JVM on %s (spark.master %s); its log: %s", sc.Listen, conf["spark.master"], sc.LogFile())
+	jvm := sparkemu.New(sparkemu.Config{
+		Server: "http://" + sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"], AppID: conf["spark.app.id"],
+		DriverPod: pod.Name, Image: conf["spark.kubernetes.container.image"], Mode: sparkemu.Spark35,
+	})
+	jvmCtx, stopJVM := context.WithCancel(ctx)
+	defer stopJVM()
+	if err := jvm.Start(jvmCtx); err != nil {
+		return err
+	}
+	const executors = 20
+	start := time.Now()
+	jvm.SetTarget(executors)
+	if err := jvm.WaitRunning(ctx, executors); err != nil {
+		return err
+	}
+	say("%d executors Running in %s (Spark 3.5 defaults: batches of 5 per second)", executors, time.Since(start).Round(100*time.Millisecond))
+	kubectl(ctx, env, "get", "pods", "-n", ns, "-l", "spark-role=executor", "-L", "spark-exec-id,sparklet.io/managed")
+	say("each executor is owned by the driver pod, labelled sparklet.io/managed=true, and has no service-account token")
+
+	step("The JVM dies without calling stop(): the Spark container is reported terminated")
+	stopJVM()
+	p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "spark", Image: p.Spec.Containers[0].Image, ImageID: "demo",
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137, Reason: "OOMKilled", FinishedAt: metav1.Now()}}}}
+	ended := time.Now()
+	if _, err := env.Client.CoreV1().Pods(ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err != nil {
+		return err
+	}
+	select {
+	case err := <-sc.Exited():
+		say("the sidecar cleaned up and exited (%v) %s after the container ended", exitText(err), time.Since(ended).Round(10*time.Millisecond))
+	case <-time.After(time.Minute):
+		return fmt.Errorf("the sidecar did not exit after the Spark container ended")
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+		return err == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("executors left behind: %w", err)
+	}
+	kubectl(ctx, env, "get", "pods", "-n", ns, "-l", "spark-role=executor")
+	kubectl(ctx, env, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pod.Name+",source=sparklet-sidecar",
+		"-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--sort-by=.lastTimestamp")
+	return nil
+}
+
+func exitText(err error) string {
+	if err == nil {
+		return "exit 0"
+	}
+	return err.Error()
 }
