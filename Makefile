@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit-test e2e-test lint demo bench cluster-binaries cluster-up cluster-down chart-test clean
+.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -22,7 +22,11 @@ $(BIN)/sparklet: $(shell find . -name '*.go' -not -path './bin/*' -not -path './
 cluster-binaries:
 	@hack/cluster/build.sh $(BIN)
 
-test: build cluster-binaries
+# helm, for the chart tests.
+helm-binary:
+	@hack/helm/build.sh $(BIN)
+
+test: build cluster-binaries helm-binary
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
 
@@ -32,7 +36,7 @@ unit-test:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
-	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.7.0 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 demo: build cluster-binaries
 	@hack/demo.sh
@@ -45,6 +49,9 @@ cluster-up: build cluster-binaries
 
 cluster-down:
 	@$(GO) run ./hack/localcluster down --dir $(or $(DIR),$(CURDIR)/.cache/cluster)
+
+chart-test: build cluster-binaries helm-binary
+	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 ./charts/...
 
 clean:
 	rm -rf $(BIN) .cache

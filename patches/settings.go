@@ -25,7 +25,6 @@ func upsert[T any](list []T, item T, key func(T) string, replace bool) []T {
 func envName(e corev1.EnvVar) string                 { return e.Name }
 func volumeName(v corev1.Volume) string              { return v.Name }
 func mountPath(m corev1.VolumeMount) string          { return m.MountPath }
-func containerName(c corev1.Container) string        { return c.Name }
 func secretRef(r corev1.LocalObjectReference) string { return r.Name }
 
 // applySettings overlays policy pod settings on a pod and its Spark

@@ -109,7 +109,8 @@ func (d *Driver) Start(ctx context.Context) error {
 		return err
 	}
 	if r.code == http.StatusNotFound {
-		return fmt.Errorf("No pod was found named %s in the cluster in the namespace %s", d.cfg.DriverPod, d.cfg.Namespace)
+		// Spark's own wording (SparkException in ExecutorPodsAllocator).
+		return fmt.Errorf("%s", "No pod was found named "+d.cfg.DriverPod+" in the cluster in the namespace "+d.cfg.Namespace)
 	}
 	if r.code != http.StatusOK {
 		return fmt.Errorf("get driver pod: HTTP %d: %s", r.code, r.body)

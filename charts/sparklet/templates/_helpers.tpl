@@ -1,0 +1,18 @@
+{{- define "sparklet.name" -}}sparklet{{- end -}}
+{{- define "sparklet.fullname" -}}{{ .Release.Name | trunc 40 | trimSuffix "-" }}-sparklet{{- end -}}
+{{- define "sparklet.labels" -}}
+app.kubernetes.io/name: sparklet
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
+{{- end -}}
+{{- define "sparklet.selectorLabels" -}}
+app.kubernetes.io/name: sparklet
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: webhook
+{{- end -}}
+{{- define "sparklet.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{- end -}}
+{{- define "sparklet.tlsSecret" -}}
+{{- if .Values.tls.certManager.enabled -}}{{ include "sparklet.fullname" . }}-tls{{- else -}}{{ required "tls.existingSecret is required when tls.certManager.enabled is false" .Values.tls.existingSecret }}{{- end -}}
+{{- end -}}
