@@ -235,3 +235,34 @@ func TestCertificateRotation(t *testing.T) {
 	}
 	requireInjected(t, p)
 }
+
+func TestFetchAnnotationGetsTheInitContainer(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	pod := examplePod(t, "spark-pi-pod.yaml")
+	pod.Annotations["sparklet.io/fetch"] = "- url: https://repo.example.com/libs/udfs-1.0.jar\n  sha256: \"" + strings.Repeat("ab", 32) + "\"\n"
+	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireInjected(t, created)
+	var init *corev1.Container
+	for i := range created.Spec.InitContainers {
+		if created.Spec.InitContainers[i].Name == patches.InitName {
+			init = &created.Spec.InitContainers[i]
+		}
+	}
+	if init == nil || init.Args[0] != "init" {
+		t.Fatalf("no %s init container: %+v", patches.InitName, created.Spec.InitContainers)
+	}
+	conf, _ := patches.ParseSparkConf(created.Annotations[patches.AnnotationEffectiveConf])
+	if conf["spark.jars"] != "file:///opt/sparklet/deps/udfs-1.0.jar" {
+		t.Errorf("spark.jars = %q", conf["spark.jars"])
+	}
+	bad := examplePod(t, "spark-pi-pod.yaml")
+	bad.Name = "bad-fetch"
+	bad.Annotations["sparklet.io/fetch"] = "ftp://repo.example.com/x.jar"
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "must be an http or https URL") {
+		t.Errorf("a bad fetch annotation was not refused: %v", err)
+	}
+}
