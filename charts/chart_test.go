@@ -102,7 +102,7 @@ func (r rendered) get(t *testing.T, key string, into any) {
 
 func TestLint(t *testing.T) {
 	run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion)
-	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml"} {
+	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml"} {
 		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
 	}
 }
@@ -118,6 +118,7 @@ func TestWebhookConfiguration(t *testing.T) {
 		{nil, true, nil},
 		{[]string{"no-cert-manager.yaml"}, false, nil},
 		{[]string{"namespace-list.yaml"}, true, []string{"team-a", "team-b"}},
+		{[]string{"self-managed.yaml"}, false, nil},
 	}
 	for _, tc := range cases {
 		t.Run(strings.Join(append([]string{"default"}, tc.values...), "+"), func(t *testing.T) {
@@ -150,8 +151,12 @@ func TestWebhookConfiguration(t *testing.T) {
 			if injected != tc.certManager {
 				t.Errorf("inject-ca-from present = %v, want %v", injected, tc.certManager)
 			}
-			if !tc.certManager && len(w.ClientConfig.CABundle) == 0 {
-				t.Error("no caBundle without cert-manager")
+			self := contains(tc.values, "self-managed.yaml")
+			if !tc.certManager && !self && len(w.ClientConfig.CABundle) == 0 {
+				t.Error("no caBundle with an existing Secret")
+			}
+			if self && len(w.ClientConfig.CABundle) != 0 {
+				t.Error("a rendered caBundle would fight the webhook's own")
 			}
 			if w.ClientConfig.Service == nil || w.ClientConfig.Service.Namespace != releaseNS || *w.ClientConfig.Service.Path != "/mutate-pods" {
 				t.Errorf("clientConfig = %+v", w.ClientConfig)
@@ -185,6 +190,40 @@ func TestDeploymentIsHardened(t *testing.T) {
 	}
 	if _, ok := r.docs["PodDisruptionBudget/"+releaseNS+"/"+release+"-sparklet"]; !ok {
 		t.Error("no PodDisruptionBudget")
+	}
+}
+
+func TestSelfManagedCertificates(t *testing.T) {
+	r := render(t, "self-managed.yaml")
+	var d appsv1.Deployment
+	r.get(t, "Deployment/"+releaseNS+"/"+release+"-sparklet", &d)
+	args := strings.Join(d.Spec.Template.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--cert-mode=self", "--cert-namespace=" + releaseNS, "--service-name=" + release + "-sparklet",
+		"--webhook-config-name=" + release + "-sparklet", "--leader-election=true"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("args %q lack %s", args, want)
+		}
+	}
+	if strings.Contains(args, "--tls-cert-file") || len(d.Spec.Template.Spec.Volumes) != 1 {
+		t.Errorf("self mode still mounts certificate files: %q, volumes %v", args, d.Spec.Template.Spec.Volumes)
+	}
+	if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || !*a {
+		t.Error("self mode needs the webhook's service-account token")
+	}
+	var role rbacv1.Role
+	r.get(t, "Role/"+releaseNS+"/"+release+"-sparklet-certs", &role)
+	if role.Rules[0].ResourceNames[0] != "sparklet-webhook-certs" || !contains(role.Rules[0].Verbs, "update") {
+		t.Errorf("certificate Role = %+v", role.Rules)
+	}
+	var cr rbacv1.ClusterRole
+	r.get(t, "ClusterRole//"+release+"-sparklet-webhook-config", &cr)
+	if cr.Rules[0].ResourceNames[0] != release+"-sparklet" || !contains(cr.Rules[0].Verbs, "patch") {
+		t.Errorf("webhook-config ClusterRole = %+v", cr.Rules)
+	}
+	for key := range r.docs {
+		if strings.HasPrefix(key, "Certificate/") || strings.HasPrefix(key, "Issuer/") {
+			t.Errorf("cert-manager object %s rendered in self mode", key)
+		}
 	}
 }
 
@@ -258,7 +297,6 @@ func TestPolicyConfigMapParses(t *testing.T) {
 // renders except cert-manager's objects, whose CRDs the local control plane
 // does not have.
 func TestAppliesToARealAPIServer(t *testing.T) {
-	r := render(t, "namespace-list.yaml")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
@@ -266,6 +304,12 @@ func TestAppliesToARealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Stop()
+	for _, values := range []string{"namespace-list.yaml", "self-managed.yaml"} {
+		applyChart(ctx, t, c, render(t, values), values == "namespace-list.yaml")
+	}
+}
+
+func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, r rendered, withCertManager bool) {
 	var docs []string
 	for _, ns := range []string{releaseNS, "team-a", "team-b"} {
 		docs = append(docs, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
@@ -278,7 +322,7 @@ func TestAppliesToARealAPIServer(t *testing.T) {
 		}
 		docs = append(docs, string(doc))
 	}
-	if skipped != 4 {
+	if withCertManager && skipped != 4 {
 		t.Errorf("skipped %d cert-manager objects, want 4 (self-signed Issuer, CA Certificate, CA Issuer, serving Certificate)", skipped)
 	}
 	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--field-manager=chart-test", "-f", "-")

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -223,6 +222,3 @@ func serverVersion(client kubernetes.Interface) *version.Info {
 	}
 	return &version.Info{Major: "1", Minor: "33", GitVersion: "v1.33.0"}
 }
-
-// ErrNoCredentials explains a sidecar started outside a pod without --kubeconfig.
-var ErrNoCredentials = errors.New("no Kubernetes credentials: inside a pod the webhook mounts a service-account token; elsewhere pass --kubeconfig")

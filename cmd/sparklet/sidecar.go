@@ -3,15 +3,12 @@ package main
 import (
 	"context"
 	"flag"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sparklet/sparklet/sidecar"
 )
@@ -45,17 +42,9 @@ func runSidecar(args []string) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	var rc *rest.Config
-	if cfg.Kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", cfg.Kubeconfig)
-	} else {
-		rc, err = rest.InClusterConfig()
-		if err == rest.ErrNotInCluster {
-			err = sidecar.ErrNoCredentials
-		}
-	}
+	rc, err := restConfig(cfg.Kubeconfig)
 	if err != nil {
-		return fmt.Errorf("kubernetes credentials: %w", err)
+		return err
 	}
 	rc.UserAgent = "sparklet-sidecar"
 	rc.QPS, rc.Burst = 100, 200

@@ -13,6 +13,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: webhook
 {{- end -}}
 {{- define "sparklet.image" -}}{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}{{- end -}}
+{{- /* tlsMode: certManager, existingSecret or self */ -}}
+{{- define "sparklet.tlsMode" -}}
+{{- if .Values.tls.certManager.enabled -}}certManager{{- else if .Values.tls.existingSecret -}}existingSecret{{- else -}}self{{- end -}}
+{{- end -}}
 {{- define "sparklet.tlsSecret" -}}
-{{- if .Values.tls.certManager.enabled -}}{{ include "sparklet.fullname" . }}-tls{{- else -}}{{ required "tls.existingSecret is required when tls.certManager.enabled is false" .Values.tls.existingSecret }}{{- end -}}
+{{- if .Values.tls.certManager.enabled -}}{{ include "sparklet.fullname" . }}-tls{{- else -}}{{ .Values.tls.existingSecret }}{{- end -}}
 {{- end -}}

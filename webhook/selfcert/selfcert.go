@@ -1,0 +1,335 @@
+// Package selfcert is the webhook's certificate management for clusters
+// without cert-manager: it keeps a CA and a serving certificate in a
+// Secret, renews them well before they expire, patches the CA into the
+// MutatingWebhookConfiguration, and serves whatever the Secret holds. One
+// replica writes (leader election on a Lease); every replica serves.
+package selfcert
+
+import (
+	"bytes"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// Secret keys.
+const (
+	KeyCACert = "ca.crt"
+	KeyCAKey  = "ca.key"
+	KeyCert   = "tls.crt"
+	KeyKey    = "tls.key"
+)
+
+// Config is the self-managed mode's configuration.
+type Config struct {
+	Namespace         string   // where the Secret and the Lease live
+	SecretName        string   // holds the CA and the serving certificate
+	ServiceName       string   // the webhook's Service; its DNS names go in the certificate
+	WebhookConfigName string   // the MutatingWebhookConfiguration to patch
+	ExtraSANs         []string // more DNS names or IPs, e.g. 127.0.0.1 for a local webhook
+	// ServingValidity is the serving certificate's lifetime; it is renewed
+	// when less than a third remains. The CA lives ten times as long.
+	ServingValidity time.Duration
+	// Interval is how often the Secret is checked and the certificate reloaded.
+	Interval       time.Duration
+	LeaderElection bool
+	Identity       string // this replica, for the Lease
+}
+
+// Manager keeps the certificate and serves it.
+type Manager struct {
+	cfg    Config
+	client kubernetes.Interface
+	log    *logrus.Entry
+	now    func() time.Time
+	cert   atomic.Pointer[tls.Certificate]
+}
+
+// New returns a manager; Start runs it.
+func New(cfg Config, client kubernetes.Interface, log *logrus.Entry) *Manager {
+	if cfg.ServingValidity == 0 {
+		cfg.ServingValidity = 90 * 24 * time.Hour
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = time.Minute
+	}
+	if cfg.Identity == "" {
+		cfg.Identity, _ = os.Hostname()
+	}
+	return &Manager{cfg: cfg, client: client, log: log, now: time.Now}
+}
+
+// GetCertificate serves the certificate loaded from the Secret.
+func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	c := m.cert.Load()
+	if c == nil {
+		return nil, errors.New("no serving certificate loaded from the Secret yet")
+	}
+	return c, nil
+}
+
+// Loaded reports whether a certificate is being served.
+func (m *Manager) Loaded() bool { return m.cert.Load() != nil }
+
+// Start reconciles once (as leader, or alone) and then keeps reconciling
+// and reloading until ctx ends. It returns once a certificate is loaded.
+func (m *Manager) Start(ctx context.Context) error {
+	if !m.cfg.LeaderElection {
+		if err := m.Reconcile(ctx); err != nil {
+			return err
+		}
+	} else {
+		lock := &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.Namespace, Name: m.cfg.SecretName + "-writer"},
+			Client:     m.client.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
+		}
+		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
+			ReleaseOnCancel: true,
+			Callbacks: leaderelection.LeaderCallbacks{
+				OnStartedLeading: func(ctx context.Context) { m.loop(ctx, m.Reconcile) },
+				OnStoppedLeading: func() { m.log.Info("no longer the certificate writer") },
+			},
+		})
+		if err != nil {
+			return err
+		}
+		go le.Run(ctx)
+	}
+	// Every replica serves what the Secret holds.
+	deadline, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for !m.Loaded() {
+		if err := m.load(deadline); err != nil && deadline.Err() != nil {
+			return fmt.Errorf("no usable certificate in Secret %s/%s: %w", m.cfg.Namespace, m.cfg.SecretName, err)
+		}
+		if !m.Loaded() {
+			select {
+			case <-deadline.Done():
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	go m.loop(ctx, m.load)
+	return nil
+}
+
+// loop runs f now and then every interval until ctx ends.
+func (m *Manager) loop(ctx context.Context, f func(context.Context) error) {
+	t := time.NewTicker(m.cfg.Interval)
+	defer t.Stop()
+	if err := f(ctx); err != nil {
+		m.log.WithError(err).Warn("certificate check failed; will retry")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := f(ctx); err != nil {
+				m.log.WithError(err).Warn("certificate check failed; will retry")
+			}
+		}
+	}
+}
+
+// load serves the Secret's certificate when it is valid.
+func (m *Manager) load(ctx context.Context) error {
+	s, err := m.client.CoreV1().Secrets(m.cfg.Namespace).Get(ctx, m.cfg.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	c, err := tls.X509KeyPair(s.Data[KeyCert], s.Data[KeyKey])
+	if err != nil {
+		return err
+	}
+	if old := m.cert.Load(); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
+		m.cert.Store(&c)
+		m.log.WithField("secret", m.cfg.SecretName).Info("serving certificate loaded")
+	}
+	return nil
+}
+
+// hosts are the names the serving certificate must cover.
+func (m *Manager) hosts() []string {
+	svc, ns := m.cfg.ServiceName, m.cfg.Namespace
+	return append([]string{svc, svc + "." + ns, svc + "." + ns + ".svc", svc + "." + ns + ".svc.cluster.local"}, m.cfg.ExtraSANs...)
+}
+
+// Reconcile makes the Secret hold a valid CA and serving certificate and
+// the webhook configuration trust that CA.
+func (m *Manager) Reconcile(ctx context.Context) error {
+	secrets := m.client.CoreV1().Secrets(m.cfg.Namespace)
+	s, err := secrets.Get(ctx, m.cfg.SecretName, metav1.GetOptions{})
+	exists := err == nil
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("read Secret %s: %w", m.cfg.SecretName, err)
+	}
+	if !exists {
+		s = &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: m.cfg.SecretName, Namespace: m.cfg.Namespace}, Type: corev1.SecretTypeOpaque}
+	}
+	if s.Data == nil {
+		s.Data = map[string][]byte{}
+	}
+	reason := m.check(s.Data)
+	if reason != "" {
+		m.log.WithField("reason", reason).Info("issuing a new serving certificate")
+		if err := m.issue(s.Data); err != nil {
+			return err
+		}
+		if exists {
+			_, err = secrets.Update(ctx, s, metav1.UpdateOptions{FieldManager: "sparklet-webhook"})
+		} else {
+			_, err = secrets.Create(ctx, s, metav1.CreateOptions{FieldManager: "sparklet-webhook"})
+		}
+		if err != nil {
+			return fmt.Errorf("write Secret %s: %w", m.cfg.SecretName, err)
+		}
+	}
+	return m.patchCABundle(ctx, s.Data[KeyCACert])
+}
+
+// check returns why the Secret's contents need replacing, or "".
+func (m *Manager) check(d map[string][]byte) string {
+	ca, err := parseCert(d[KeyCACert])
+	if err != nil {
+		return "no valid CA"
+	}
+	if _, err := tls.X509KeyPair(d[KeyCACert], d[KeyCAKey]); err != nil {
+		return "CA key does not match"
+	}
+	leaf, err := parseCert(d[KeyCert])
+	if err != nil {
+		return "no valid serving certificate"
+	}
+	if _, err := tls.X509KeyPair(d[KeyCert], d[KeyKey]); err != nil {
+		return "serving key does not match"
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	for _, h := range m.hosts() {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: h, Roots: pool, CurrentTime: m.now()}); err != nil {
+			return fmt.Sprintf("serving certificate does not verify for %s", h)
+		}
+	}
+	life := leaf.NotAfter.Sub(leaf.NotBefore)
+	if leaf.NotAfter.Sub(m.now()) < life/3 {
+		return "serving certificate has less than a third of its life left"
+	}
+	if ca.NotAfter.Sub(m.now()) < 2*life {
+		return "CA expires soon"
+	}
+	return ""
+}
+
+// issue writes a new serving certificate, and a new CA when the current one
+// is unusable or expires soon.
+func (m *Manager) issue(d map[string][]byte) error {
+	now := m.now()
+	ca, caErr := parseCert(d[KeyCACert])
+	caPair, pairErr := tls.X509KeyPair(d[KeyCACert], d[KeyCAKey])
+	if caErr != nil || pairErr != nil || ca.NotAfter.Sub(now) < 2*m.cfg.ServingValidity {
+		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+		if err != nil {
+			return err
+		}
+		tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: m.cfg.ServiceName + "-ca"},
+			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * m.cfg.ServingValidity),
+			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+		if err != nil {
+			return err
+		}
+		kder, _ := x509.MarshalECPrivateKey(key)
+		d[KeyCACert] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		d[KeyCAKey] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+		if caPair, err = tls.X509KeyPair(d[KeyCACert], d[KeyCAKey]); err != nil {
+			return err
+		}
+		ca, _ = x509.ParseCertificate(der)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: m.cfg.ServiceName + "." + m.cfg.Namespace + ".svc"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(m.cfg.ServingValidity),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	for _, h := range m.hosts() {
+		if ip := net.ParseIP(h); ip != nil {
+			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+		} else {
+			tmpl.DNSNames = append(tmpl.DNSNames, h)
+		}
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caPair.PrivateKey)
+	if err != nil {
+		return err
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	d[KeyCert] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	d[KeyKey] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return nil
+}
+
+// patchCABundle makes every webhook of the configuration trust the CA.
+func (m *Manager) patchCABundle(ctx context.Context, ca []byte) error {
+	mwcs := m.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
+	mwc, err := mwcs.Get(ctx, m.cfg.WebhookConfigName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("read MutatingWebhookConfiguration %s: %w", m.cfg.WebhookConfigName, err)
+	}
+	var ops []string
+	for i, w := range mwc.Webhooks {
+		if !bytes.Equal(w.ClientConfig.CABundle, ca) {
+			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":%q}`, i, b64(ca)))
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	if mwc.ResourceVersion != "" { // fail rather than patch indexes of a changed object
+		ops = append([]string{`{"op":"test","path":"/metadata/resourceVersion","value":"` + mwc.ResourceVersion + `"}`}, ops...)
+	}
+	patch := []byte("[" + join(ops) + "]")
+	if _, err := mwcs.Patch(ctx, mwc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "sparklet-webhook"}); err != nil {
+		return fmt.Errorf("patch caBundle into %s: %w", mwc.Name, err)
+	}
+	m.log.WithField("webhookConfiguration", mwc.Name).Info("caBundle updated")
+	return nil
+}
+
+func parseCert(data []byte) (*x509.Certificate, error) {
+	b, _ := pem.Decode(data)
+	if b == nil {
+		return nil, errors.New("not PEM")
+	}
+	return x509.ParseCertificate(b.Bytes)
+}
+
+func serial() *big.Int {
+	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	return n
+}
