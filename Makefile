@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary cluster-up cluster-down chart-test clean
+.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary python-client cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -26,7 +26,12 @@ cluster-binaries:
 helm-binary:
 	@hack/helm/build.sh $(BIN)
 
-test: build cluster-binaries helm-binary
+# Debian's python3-kubernetes: an independent client in the sidecar's
+# conformance test. It loads under /usr/bin/python3.
+python-client:
+	@/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-kubernetes python3-websocket >/dev/null; }
+
+test: build cluster-binaries helm-binary python-client
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
 

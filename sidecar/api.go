@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -122,7 +123,8 @@ func verbOf(r *http.Request) string {
 	switch r.Method {
 	case http.MethodGet:
 		switch {
-		case q.Get("watch") == "true" || q.Get("watch") == "1":
+		case isTrue(q.Get("watch")): // python sends "True"
+
 			return "watch"
 		case isCollection:
 			return "list"
@@ -598,4 +600,10 @@ func resourceList() *metav1.APIResourceList {
 
 func sortPods(pods []corev1.Pod) {
 	sort.Slice(pods, func(i, j int) bool { return pods[i].Name < pods[j].Name })
+}
+
+// isTrue parses a boolean query parameter as the API server does.
+func isTrue(v string) bool {
+	b, err := strconv.ParseBool(v)
+	return err == nil && b
 }

@@ -102,3 +102,23 @@ func TestKubectlAgainstTheSidecar(t *testing.T) {
 		t.Errorf("watch: %q", out)
 	}
 }
+
+// TestPythonClientAgainstTheSidecar uses Debian's python3-kubernetes (make
+// test installs it) as a second independent client.
+func TestPythonClientAgainstTheSidecar(t *testing.T) {
+	const python = "/usr/bin/python3"
+	if err := exec.Command(python, "-c", "import kubernetes").Run(); err != nil {
+		if os.Getenv("SPARKLET_E2E") == "1" {
+			t.Fatalf("python3-kubernetes is missing; make test installs it with apt-get: %v", err)
+		}
+		t.Skip("python3-kubernetes not installed (apt-get install python3-kubernetes)")
+	}
+	h := start(t, "", executorIn(1, corev1.PodRunning))
+	h.waitListed("spark-role%3Dexecutor", 1)
+	cmd := exec.Command(python, "testdata/conformance.py")
+	cmd.Env = append(os.Environ(), "SERVER="+h.base, "TOKEN="+h.token, "NS="+testNS, "APP="+testApp)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.HasSuffix(strings.TrimSpace(string(out)), "ok") {
+		t.Fatalf("python client: %v\n%s", err, out)
+	}
+}

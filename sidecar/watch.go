@@ -27,7 +27,7 @@ const bookmarkEvery = 30 * time.Second
 func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, src *source, sel selectors) {
 	q := r.URL.Query()
 	since, _ := strconv.ParseUint(q.Get("resourceVersion"), 10, 64)
-	bookmarks := q.Get("allowWatchBookmarks") == "true"
+	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
 	ctx := r.Context()
 	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
 		var cancel context.CancelFunc
