@@ -47,7 +47,7 @@ demo: build cluster-binaries
 	@hack/demo.sh
 
 bench: build cluster-binaries
-	@echo "make bench: not yet (issue 7)"
+	$(GO) run ./bench --bin $(BIN)
 
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster

@@ -142,3 +142,11 @@ func (s *Sidecar) Token() (string, error) {
 	b, err := os.ReadFile(s.TokenFile())
 	return string(b), err
 }
+
+// PID is the running sidecar's process id.
+func (s *Sidecar) PID() int {
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}

@@ -1,0 +1,400 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/sparklet/sparklet/internal/sparkemu"
+	"github.com/sparklet/sparklet/internal/testenv"
+	"github.com/sparklet/sparklet/patches"
+)
+
+// run is one allocation contender's result.
+type result struct {
+	name               string
+	created, running   time.Duration
+	runReqs, idleReqs  map[string]float64
+	idleMinutes        float64
+	series             []point
+	rssKiB, cpuSeconds float64
+	note               string
+}
+
+type point struct{ s, running float64 }
+
+// podRequests reads apiserver_request_total for pods, summed by verb.
+func podRequests(ctx context.Context, c kubernetes.Interface) map[string]float64 {
+	out := map[string]float64{}
+	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
+			(strings.Contains(line, `subresource="`) && !strings.Contains(line, `subresource=""`)) {
+			continue
+		}
+		i := strings.Index(line, `verb="`)
+		if i < 0 {
+			continue
+		}
+		verb := line[i+6:]
+		verb = verb[:strings.Index(verb, `"`)]
+		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
+		out[verb] += v
+	}
+	return out
+}
+
+func diff(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+func verbs(m map[string]float64) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// watchRunning counts Running executors in ns from an informer and samples
+// the count; done is closed when n run.
+func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int, start time.Time) (series *[]point, done chan struct{}) {
+	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "spark-role=executor" }))
+	inf := f.Core().V1().Pods().Informer()
+	s := &[]point{}
+	done = make(chan struct{})
+	var once sync.Once
+	count := func() int {
+		k := 0
+		for _, o := range inf.GetStore().List() {
+			if o.(*corev1.Pod).Status.Phase == corev1.PodRunning {
+				k++
+			}
+		}
+		return k
+	}
+	f.Start(ctx.Done())
+	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
+	go func() {
+		t := time.NewTicker(250 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			k := count()
+			*s = append(*s, point{time.Since(start).Seconds(), float64(k)})
+			if k >= n {
+				once.Do(func() { close(done) })
+			}
+		}
+	}()
+	return s, done
+}
+
+func executorPod(app string, i int) *corev1.Pod {
+	mem := resource.MustParse("1408Mi")
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s-exec-%d", app, i), Labels: map[string]string{
+			"spark-app-selector": app, "spark-role": "executor", "spark-exec-id": strconv.Itoa(i)}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "spark-kubernetes-executor", Image: "apache/spark:4.0.0",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: mem}},
+		}}},
+	}
+}
+
+func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]result, error) {
+	var results []result
+	for _, contender := range []func(context.Context, *testenv.Env, options) (result, error){raw, direct, throughSidecar} {
+		res, err := contender(ctx, env, o)
+		if err != nil {
+			return nil, err
+		}
+		results = append(results, res)
+	}
+	a, b, c := results[0], results[1], results[2]
+	r.line("## 3. Allocating %d executors", o.executors)
+	r.line("")
+	r.line("Three contenders in one run, each in its own namespace, each watched by the same informer. (a) client-go creating executor pods with 32 workers and no client-side rate limit; (b) the driver emulator with Spark 4.0 defaults (batch 10 per 1 s) talking straight to the API server; (c) the same emulator through the sparklet sidecar, with the batch size the example policy sets (`spark.kubernetes.allocation.batch.size`).")
+	r.line("")
+	r.line("| contender | all created | all Running | create rate | pod requests during the run | pod requests per idle minute |")
+	r.line("|---|---|---|---|---|---|")
+	for _, x := range results {
+		r.line("| %s | %s | %s | %.0f/s | %s | %s |", x.name, x.created.Round(100*time.Millisecond), x.running.Round(100*time.Millisecond),
+			float64(o.executors)/x.created.Seconds(), verbs(x.runReqs), verbs(perMinute(x.idleReqs, x.idleMinutes)))
+	}
+	r.line("")
+	r.line("- (c) creates at **%.2f×** the rate of (a) (target ≥ 0.8×).", a.created.Seconds()/c.created.Seconds())
+	r.line("- (c) reaches all-Running **%.1f×** faster than (b) (target ≥ 5×).", b.running.Seconds()/c.running.Seconds())
+	r.line("- LIST requests on pods per idle minute: (b) %.1f, (c) %.1f (targets 2 and 0), over %.1f idle minute(s).",
+		perMinute(b.idleReqs, b.idleMinutes)["LIST"], perMinute(c.idleReqs, c.idleMinutes)["LIST"], c.idleMinutes)
+	r.line("- Sidecar (c): peak RSS %.0f MiB, %.1f CPU seconds over the run. %s", c.rssKiB/1024, c.cpuSeconds, c.note)
+	r.line("")
+	return results, nil
+}
+
+func perMinute(m map[string]float64, minutes float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range m {
+		out[k] = v / minutes
+	}
+	return out
+}
+
+func newNamespace(ctx context.Context, env *testenv.Env, name string, optIn bool) error {
+	return env.CreateNamespace(ctx, name, optIn)
+}
+
+// finish measures the idle window and deletes the executors.
+func finish(ctx context.Context, env *testenv.Env, o options, ns string, res *result, before map[string]float64) {
+	res.runReqs = diff(podRequests(ctx, env.Client), before)
+	idleStart := podRequests(ctx, env.Client)
+	t0 := time.Now()
+	time.Sleep(o.idle) // an idle window is the measurement itself, not synchronisation
+	res.idleReqs = diff(podRequests(ctx, env.Client), idleStart)
+	res.idleMinutes = time.Since(t0).Minutes()
+}
+
+func cleanup(ctx context.Context, env *testenv.Env, ns string) {
+	_ = env.Client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+		return err == nil && len(l.Items) == 0, nil
+	})
+}
+
+func raw(ctx context.Context, env *testenv.Env, o options) (result, error) {
+	ns := "bench-raw"
+	res := result{name: "(a) client-go, 32 workers"}
+	if err := newNamespace(ctx, env, ns, false); err != nil {
+		return res, err
+	}
+	rc := env.Cluster.RESTConfig()
+	rc.QPS, rc.Burst = -1, 0 // no client-side limit: the API server's raw rate
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return res, err
+	}
+	before := podRequests(ctx, env.Client)
+	start := time.Now()
+	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
+	jobs := make(chan int)
+	var wg sync.WaitGroup
+	var firstErr error
+	var mu sync.Mutex
+	for w := 0; w < 32; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range jobs {
+				if _, err := c.CoreV1().Pods(ns).Create(ctx, executorPod("raw", i), metav1.CreateOptions{}); err != nil {
+					mu.Lock()
+					firstErr = err
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for i := 1; i <= o.executors; i++ {
+		jobs <- i
+	}
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return res, firstErr
+	}
+	res.created = time.Since(start)
+	<-done
+	res.running = time.Since(start)
+	res.series = *series
+	finish(ctx, env, o, ns, &res, before)
+	cleanup(ctx, env, ns)
+	return res, nil
+}
+
+// adminTLS is the admin kubeconfig's TLS settings, for the emulator.
+func adminTLS(env *testenv.Env) (*tls.Config, error) {
+	rc := env.Cluster.RESTConfig()
+	cert, err := tls.X509KeyPair(rc.CertData, rc.KeyData)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(rc.CAData)
+	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+func direct(ctx context.Context, env *testenv.Env, o options) (result, error) {
+	ns := "bench-direct"
+	res := result{name: "(b) Spark 4.0 defaults, straight to the API server"}
+	if err := newNamespace(ctx, env, ns, false); err != nil {
+		return res, err
+	}
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod("driver"), metav1.CreateOptions{}); err != nil {
+		return res, err
+	}
+	tc, err := adminTLS(env)
+	if err != nil {
+		return res, err
+	}
+	jvm := sparkemu.New(sparkemu.Config{Server: env.Cluster.RESTConfig().Host, TLS: sparkemu.TLS(tc), Namespace: ns,
+		AppID: "spark-direct", DriverPod: "driver", Image: "apache/spark:4.0.0", Mode: sparkemu.Spark40})
+	return emulate(ctx, env, o, ns, jvm, res, nil)
+}
+
+func throughSidecar(ctx context.Context, env *testenv.Env, o options) (result, error) {
+	ns := "bench-sidecar"
+	res := result{}
+	if err := newNamespace(ctx, env, ns, true); err != nil {
+		return res, err
+	}
+	pod := driverPod("driver")
+	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		return res, err
+	}
+	dir, _ := os.MkdirTemp("", "bench-sidecar-")
+	sc, err := env.NewSidecar(created, dir)
+	if err != nil {
+		return res, err
+	}
+	if err := sc.Start(ctx); err != nil {
+		return res, err
+	}
+	defer sc.Signal(15)
+	token, err := sc.Token()
+	if err != nil {
+		return res, err
+	}
+	conf, _ := patches.ParseSparkConf(created.Annotations[patches.AnnotationEffectiveConf])
+	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
+	res.name = fmt.Sprintf("(c) the same emulator through the sidecar, batch %d", batch)
+	jvm := sparkemu.New(sparkemu.Config{Server: "http://" + sc.Listen, Token: token, Namespace: ns, AppID: conf["spark.app.id"],
+		DriverPod: "driver", Image: "apache/spark:4.0.0", Mode: sparkemu.Spark40, BatchSize: batch})
+	return emulate(ctx, env, o, ns, jvm, res, sc)
+}
+
+func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *sparkemu.Driver, res result, sc *testenv.Sidecar) (result, error) {
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	before := podRequests(ctx, env.Client)
+	if err := jvm.Start(runCtx); err != nil {
+		return res, err
+	}
+	start := time.Now()
+	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
+	jvm.SetTarget(o.executors)
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Minute, true, func(context.Context) (bool, error) {
+		return jvm.Stats().Created >= o.executors, nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("%s: %w (%v)", res.name, err, jvm.Stats().Failures)
+	}
+	res.created = time.Since(start)
+	<-done
+	res.running = time.Since(start)
+	res.series = *series
+	if sc != nil {
+		res.note = listComparison(ctx, env, ns, sc)
+	}
+	finish(ctx, env, o, ns, &res, before)
+	if sc != nil {
+		res.rssKiB, res.cpuSeconds = procStats(sc.PID())
+	}
+	_ = jvm.Stop(ctx)
+	stop()
+	cleanup(ctx, env, ns)
+	return res, nil
+}
+
+// listComparison times the JVM's executor LIST from the sidecar's cache
+// against the same LIST from the API server.
+func listComparison(ctx context.Context, env *testenv.Env, ns string, sc *testenv.Sidecar) string {
+	token, _ := sc.Token()
+	const n = 20
+	sel := "spark-role%3Dexecutor%2Cspark-exec-inactive%21%3Dtrue"
+	timeIt := func(f func() error) time.Duration {
+		var lat []time.Duration
+		for i := 0; i < n; i++ {
+			t0 := time.Now()
+			if f() != nil {
+				return 0
+			}
+			lat = append(lat, time.Since(t0))
+		}
+		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+		return lat[n/2]
+	}
+	fromSidecar := timeIt(func() error {
+		req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+sc.Listen+"/api/v1/namespaces/"+ns+"/pods?labelSelector="+sel, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		_, err = drain(resp)
+		return err
+	})
+	fromAPI := timeIt(func() error {
+		_, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor,spark-exec-inactive!=true"})
+		return err
+	})
+	return fmt.Sprintf("A LIST of the executors (median of %d): %s from the sidecar's cache, %s from the API server (%.1f×).",
+		n, fromSidecar.Round(100*time.Microsecond), fromAPI.Round(100*time.Microsecond), fromAPI.Seconds()/fromSidecar.Seconds())
+}
+
+// procStats reads peak RSS (KiB) and CPU seconds of a live process.
+func procStats(pid int) (rssKiB, cpu float64) {
+	status, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			rssKiB, _ = strconv.ParseFloat(strings.Fields(line)[1], 64)
+		}
+	}
+	stat, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if f := strings.Fields(string(stat)); len(f) > 15 {
+		u, _ := strconv.ParseFloat(f[13], 64)
+		s, _ := strconv.ParseFloat(f[14], 64)
+		cpu = (u + s) / 100 // clock ticks, USER_HZ = 100
+	}
+	return rssKiB, cpu
+}
