@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -227,7 +229,7 @@ func (d *driver) buildConf() error {
 		what string
 		conf map[string]string
 	}{{"annotation " + AnnotationSparkConf, d.user}, {fmt.Sprintf("container %q --conf", c.Name), args.conf}} {
-		for _, k := range sortedKeys(src.conf) {
+		for _, k := range slices.Sorted(maps.Keys(src.conf)) {
 			if why, ok := policy.Reserved[k]; ok {
 				return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", src.what, k, why)}
 			}
@@ -752,13 +754,4 @@ func (d *driver) annotate() error {
 	}
 	d.pod.Annotations[AnnotationStatus] = string(st)
 	return nil
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

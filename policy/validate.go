@@ -3,7 +3,9 @@ package policy
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -95,7 +97,7 @@ func (v *validator) spark(at string, c SparkConf) {
 		name string
 		conf map[string]string
 	}{{"defaults", c.Defaults}, {"enforced", c.Enforced}} {
-		for _, k := range sortedKeys(section.conf) {
+		for _, k := range slices.Sorted(maps.Keys(section.conf)) {
 			field := at + "." + section.name + "." + k
 			if !strings.HasPrefix(k, "spark.") {
 				v.add(field, "Spark properties start with \"spark.\"")
@@ -147,7 +149,7 @@ func (v *validator) pod(at string, s PodSettings, executor bool) {
 	}
 	v.labels(at+".labels", s.Labels, true)
 	v.labels(at+".annotations", s.Annotations, false)
-	for _, k := range sortedKeys(s.NodeSelector) {
+	for _, k := range slices.Sorted(maps.Keys(s.NodeSelector)) {
 		v.labelPair(at+".nodeSelector", k, s.NodeSelector[k], true)
 	}
 	if s.ServiceAccountName != "" {
@@ -167,7 +169,7 @@ func (v *validator) pod(at string, s PodSettings, executor bool) {
 }
 
 func (v *validator) labels(at string, m map[string]string, isLabel bool) {
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		v.labelPair(at, k, m[k], isLabel)
 	}
 }
@@ -294,13 +296,4 @@ func (v *validator) dnsSubdomain(at, name string) {
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
 		v.add(at, "%q: %s", name, msg)
 	}
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

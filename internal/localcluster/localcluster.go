@@ -5,7 +5,6 @@
 package localcluster
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -339,25 +338,13 @@ func (c *Cluster) Dir() string { return c.opts.Dir }
 
 // LogTail returns the last n lines of a component's log.
 func (c *Cluster) LogTail(component string, n int) string {
-	data, _ := os.ReadFile(c.path("logs", component+".log"))
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
+	return Tail(c.path("logs", component+".log"), n)
 }
 
 // Stop ends every component, newest first, and waits for them.
 func (c *Cluster) Stop() {
 	for i := len(c.procs) - 1; i >= 0; i-- {
-		p := c.procs[i]
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		Terminate(c.procs[i].cmd.Process.Pid, c.procs[i].done)
 	}
 	c.procs = nil
 	_ = os.Remove(c.path("state.json"))

@@ -15,9 +15,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,10 +172,10 @@ type selector struct {
 
 func (s selector) String() string {
 	var parts []string
-	for _, k := range sortedKeys(s.equals) {
+	for _, k := range slices.Sorted(maps.Keys(s.equals)) {
 		parts = append(parts, k+"="+s.equals[k])
 	}
-	for _, k := range sortedKeys(s.notEquals) {
+	for _, k := range slices.Sorted(maps.Keys(s.notEquals)) {
 		parts = append(parts, k+"!="+s.notEquals[k])
 	}
 	ins := make([]string, 0, len(s.in))
@@ -203,15 +205,6 @@ func query(field, label string, extra ...string) string {
 		q = append(q, "labelSelector="+encode(label))
 	}
 	return strings.Join(append(q, extra...), "&")
-}
-
-func sortedKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func ids(n []int) []string {

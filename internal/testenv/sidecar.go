@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sparklet/sparklet/internal/localcluster"
 	"github.com/sparklet/sparklet/patches"
 )
 
@@ -34,11 +35,11 @@ type Sidecar struct {
 
 // NewSidecar prepares a sidecar for an injected pod; Start runs it.
 func (e *Env) NewSidecar(pod *corev1.Pod, dir string) (*Sidecar, error) {
-	listen, err := freePort()
+	listen, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := freePort()
+	metrics, err := localcluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +119,7 @@ func (s *Sidecar) Start(ctx context.Context) error {
 		select {
 		case err := <-s.exited:
 			s.exited <- err
-			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, tail(s.LogFile(), 20))
+			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, localcluster.Tail(s.LogFile(), 20))
 		default:
 		}
 		resp, err := http.Get("http://" + s.Metrics + "/readyz")

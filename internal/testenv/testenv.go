@@ -86,7 +86,7 @@ func (e *Env) setUp(ctx context.Context) error {
 	if err := e.IssueCert(); err != nil {
 		return err
 	}
-	port, err := freePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -235,7 +235,7 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-e.exited:
-			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), tail(e.LogFile(), 20))
+			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), localcluster.Tail(e.LogFile(), 20))
 		default:
 		}
 		resp, err := client.Get("https://" + e.Addr() + "/readyz")
@@ -256,13 +256,7 @@ func (e *Env) StopWebhook() {
 	if e.webhook == nil {
 		return
 	}
-	_ = syscall.Kill(-e.webhook.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-e.exited:
-	case <-time.After(10 * time.Second):
-		_ = syscall.Kill(-e.webhook.Process.Pid, syscall.SIGKILL)
-		<-e.exited
-	}
+	localcluster.Terminate(e.webhook.Process.Pid, e.exited)
 	e.webhook = nil
 }
 
@@ -284,24 +278,6 @@ func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) (stdout
 	}
 	err = cmd.Run()
 	return out.String(), errb.String(), err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-func tail(path string, n int) string {
-	data, _ := os.ReadFile(path)
-	lines := bytes.Split(bytes.TrimRight(data, "\n"), []byte("\n"))
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return string(bytes.Join(lines, []byte("\n")))
 }
 
 // driverRBAC grants the driver service account what the chart's driver
