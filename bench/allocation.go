@@ -321,7 +321,7 @@ func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *s
 	start := time.Now()
 	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
 	jvm.SetTarget(o.executors)
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Minute, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 		return jvm.Stats().Created >= o.executors, nil
 	})
 	if err != nil {

@@ -66,7 +66,7 @@ func run(o options) error {
 	o.bin, _ = filepath.Abs(o.bin)
 	o.dir, _ = filepath.Abs(o.dir)
 	_ = os.RemoveAll(o.dir)
-	policy, _ := filepath.Abs("examples/policy.yaml")
+	policy, _ := filepath.Abs("bench/policy.yaml")
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy})
 	if err != nil {
 		return err

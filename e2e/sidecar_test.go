@@ -74,7 +74,8 @@ func (d *driverRun) emulator(mode sparkemu.Mode) *sparkemu.Driver {
 		d.t.Fatal(err)
 	}
 	conf, _ := patches.ParseSparkConf(d.pod.Annotations[patches.AnnotationEffectiveConf])
-	return sparkemu.New(sparkemu.Config{
+	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
+	return sparkemu.New(sparkemu.Config{BatchSize: batch,
 		Server: "http://" + d.sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"],
 		AppID: conf["spark.app.id"], DriverPod: d.pod.Name, Image: conf["spark.kubernetes.container.image"],
 		Mode: mode, PollInterval: 2 * time.Second, DeleteGracePeriod: 100 * time.Millisecond,
@@ -152,6 +153,14 @@ func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
 			if err != nil {
 				p, _ := d.leftovers(ctx)
 				t.Fatalf("after killing 10: %d executors, want 40", p)
+			}
+			// spark.kubernetes.executor.decommissionLabel
+			if err := jvm.Decommission(ctx, []int{11, 12}, "spark.decommissioning", "true"); err != nil {
+				t.Fatal(err)
+			}
+			labelled, _ := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark.decommissioning=true"})
+			if len(labelled.Items) != 2 {
+				t.Errorf("%d executors labelled for decommissioning, want 2", len(labelled.Items))
 			}
 			if err := jvm.Stop(ctx); err != nil {
 				t.Fatal(err)

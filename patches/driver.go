@@ -243,6 +243,10 @@ func (d *driver) buildConf() error {
 
 	conf := map[string]string{
 		"spark.kubernetes.container.image": c.Image,
+		// The sidecar creates executors with its own concurrency and rate
+		// limits, so the JVM may ask in larger batches than Spark's 5 (3.5)
+		// or 10 (4.0) per second.
+		"spark.kubernetes.allocation.batch.size": strconv.Itoa(DefaultAllocationBatchSize),
 	}
 	if max := d.pol.Limits.MaxExecutors; max > 0 {
 		conf["spark.dynamicAllocation.maxExecutors"] = strconv.Itoa(max)

@@ -14,6 +14,10 @@ const (
 	LabelManaged            = "sparklet.io/managed"        // "true" on executors the sidecar created
 )
 
+// DefaultAllocationBatchSize is sparklet's default for
+// spark.kubernetes.allocation.batch.size; policy and pod may override it.
+const DefaultAllocationBatchSize = 100
+
 // Names and paths of what sparklet injects.
 const (
 	SidecarName   = "sparklet-sidecar"

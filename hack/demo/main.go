@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -238,9 +239,10 @@ func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir st
 	}
 	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
 	say("the sidecar serves the JVM on %s (spark.master %s); its log: %s", sc.Listen, conf["spark.master"], sc.LogFile())
+	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
 	jvm := sparkemu.New(sparkemu.Config{
 		Server: "http://" + sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"], AppID: conf["spark.app.id"],
-		DriverPod: pod.Name, Image: conf["spark.kubernetes.container.image"], Mode: sparkemu.Spark35,
+		DriverPod: pod.Name, Image: conf["spark.kubernetes.container.image"], Mode: sparkemu.Spark35, BatchSize: batch,
 	})
 	jvmCtx, stopJVM := context.WithCancel(ctx)
 	defer stopJVM()
@@ -253,7 +255,7 @@ func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir st
 	if err := jvm.WaitRunning(ctx, executors); err != nil {
 		return err
 	}
-	say("%d executors Running in %s (Spark 3.5 defaults: batches of 5 per second)", executors, time.Since(start).Round(100*time.Millisecond))
+	say("%d executors Running in %s (the JVM asks in batches of %d, spark.kubernetes.allocation.batch.size)", executors, time.Since(start).Round(100*time.Millisecond), batch)
 	kubectl(ctx, env, "get", "pods", "-n", ns, "-l", "spark-role=executor", "-L", "spark-exec-id,sparklet.io/managed")
 	say("each executor is owned by the driver pod, labelled sparklet.io/managed=true, and has no service-account token")
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -369,8 +370,17 @@ func (d *Driver) allocate(ctx context.Context) {
 		}
 		waiting := len(d.pending)
 		toCreate := min(d.target-active-waiting, d.cfg.BatchSize)
+		excess := d.excessPending(active + waiting - d.target)
+		finished := d.finished()
 		d.sample()
 		d.mu.Unlock()
+		d.removeFinished(ctx, finished)
+		if len(excess) > 0 {
+			// Downscale: delete excess pending executors by collection
+			// (ExecutorPodsAllocator.onNewSnapshots).
+			sel := selector{equals: d.appSel.equals, in: map[string][]string{"spark-exec-id": ids(excess)}}
+			_, _ = d.c.do(ctx, "deletecollection", "DELETE", d.ns()+"/pods", query("status.phase=Pending", sel.String()), deleteBody, "application/json")
+		}
 		// Spark requests a new batch only when every newly created pod has
 		// appeared in a snapshot.
 		if waiting > 0 || toCreate <= 0 {
@@ -390,6 +400,80 @@ func (d *Driver) allocate(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// excessPending picks the newest pending executors beyond the target;
+// callers hold d.mu.
+func (d *Driver) excessPending(n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	var pending []int
+	for _, p := range d.pods {
+		if p.Status.Phase == corev1.PodPending && p.DeletionTimestamp == nil {
+			id, _ := strconv.Atoi(p.Labels["spark-exec-id"])
+			pending = append(pending, id)
+		}
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(pending)))
+	return pending[:min(n, len(pending))]
+}
+
+// finished lists executors that ended; callers hold d.mu.
+func (d *Driver) finished() []string {
+	var names []string
+	for name, p := range d.pods {
+		if p.DeletionTimestamp == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// removeFinished is ExecutorPodsLifecycleManager.removeExecutorFromK8s with
+// deleteOnTermination (the default): Spark 3.5 deletes by name, Spark 4.0
+// GETs the pod first and deletes it only if it still exists.
+func (d *Driver) removeFinished(ctx context.Context, names []string) {
+	for _, name := range names {
+		if d.cfg.Mode == Spark40 {
+			r, err := d.c.do(ctx, "get", "GET", d.ns()+"/pods/"+name, "", nil, "")
+			if err != nil || r.code == http.StatusNotFound {
+				continue
+			}
+		}
+		_, _ = d.c.do(ctx, "delete", "DELETE", d.ns()+"/pods/"+name, "", deleteBody, "application/json")
+		d.mu.Lock()
+		delete(d.pods, name)
+		d.mu.Unlock()
+	}
+}
+
+// Decommission is KubernetesClusterSchedulerBackend.labelDecommissioningExecs:
+// LIST the executors, then per pod a JSON patch adding the label, with the
+// resourceVersion that fabric8's edit diff adds (no GET: the items come
+// from the list; HasMetadataOperation.edit, OperationSupport.handlePatch).
+func (d *Driver) Decommission(ctx context.Context, execIDs []int, label, value string) error {
+	sel := selector{equals: d.appSel.equals, in: map[string][]string{"spark-exec-id": ids(execIDs)}}
+	r, err := d.c.do(ctx, "list", "GET", d.ns()+"/pods", query("", sel.String()), nil, "")
+	if err != nil {
+		return err
+	}
+	var list corev1.PodList
+	if err := json.Unmarshal(r.body, &list); err != nil {
+		return fmt.Errorf("decommission list: %w", err)
+	}
+	for _, p := range list.Items {
+		patch := fmt.Sprintf(`[{"op":"add","path":"/metadata/labels/%s","value":"%s"},{"op":"add","path":"/metadata/resourceVersion","value":%q}]`,
+			strings.ReplaceAll(label, "/", "~1"), value, p.ResourceVersion)
+		r, err := d.c.do(ctx, "patch", "PATCH", d.ns()+"/pods/"+p.Name, "", []byte(patch), "application/json-patch+json")
+		if err != nil {
+			return err
+		}
+		if r.code != http.StatusOK {
+			return fmt.Errorf("decommission %s: HTTP %d: %s", p.Name, r.code, r.body)
+		}
+	}
+	return nil
 }
 
 func (d *Driver) createExecutor(ctx context.Context) error {
