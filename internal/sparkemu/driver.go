@@ -72,6 +72,10 @@ type Driver struct {
 	mu       sync.Mutex
 	pods     map[string]*corev1.Pod // the latest snapshot
 	pending  map[string]time.Time   // created, not yet seen in a snapshot
+	// alive are the executors this driver created that have not been seen
+	// deleted or finished. Counting them, not the snapshot, keeps a poll
+	// whose LIST predates the newest creates from causing extra creates.
+	alive map[string]bool
 	nextID   int
 	target   int
 	created  int
@@ -94,7 +98,7 @@ type Point struct {
 func New(cfg Config) *Driver {
 	cfg.defaults()
 	d := &Driver{cfg: cfg, c: newClient(cfg.Server, cfg.Token, cfg.TLS.get(), cfg.Mode),
-		pods: map[string]*corev1.Pod{}, pending: map[string]time.Time{}, changed: make(chan struct{}, 1)}
+		pods: map[string]*corev1.Pod{}, pending: map[string]time.Time{}, alive: map[string]bool{}, changed: make(chan struct{}, 1)}
 	d.appSel = selector{equals: map[string]string{"spark-app-selector": cfg.AppID, "spark-role": "executor"}}
 	return d
 }
@@ -330,6 +334,9 @@ func (d *Driver) update(p *corev1.Pod, deleted bool) {
 	} else {
 		d.pods[p.Name] = p
 	}
+	if deleted || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		delete(d.alive, p.Name)
+	}
 	delete(d.pending, p.Name)
 	d.mu.Unlock()
 	d.signal()
@@ -362,15 +369,9 @@ func (d *Driver) allocate(ctx context.Context) {
 		case <-t.C:
 		}
 		d.mu.Lock()
-		active := 0
-		for _, p := range d.pods {
-			if p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-				active++
-			}
-		}
 		waiting := len(d.pending)
-		toCreate := min(d.target-active-waiting, d.cfg.BatchSize)
-		excess := d.excessPending(active + waiting - d.target)
+		toCreate := min(d.target-len(d.alive), d.cfg.BatchSize)
+		excess := d.excessPending(len(d.alive) - d.target)
 		finished := d.finished()
 		d.sample()
 		d.mu.Unlock()
@@ -494,6 +495,7 @@ func (d *Driver) createExecutor(ctx context.Context) error {
 	if _, seen := d.pods[pod.Name]; !seen {
 		d.pending[pod.Name] = time.Now()
 	}
+	d.alive[pod.Name] = true
 	d.created++
 	d.mu.Unlock()
 	return nil
