@@ -69,13 +69,14 @@ type Driver struct {
 	driver *corev1.Pod
 	appSel selector
 
-	mu       sync.Mutex
-	pods     map[string]*corev1.Pod // the latest snapshot
-	pending  map[string]time.Time   // created, not yet seen in a snapshot
+	mu      sync.Mutex
+	pods    map[string]*corev1.Pod // the latest snapshot
+	pending map[string]time.Time   // created, not yet seen in a snapshot
 	// alive are the executors this driver created that have not been seen
 	// deleted or finished. Counting them, not the snapshot, keeps a poll
 	// whose LIST predates the newest creates from causing extra creates.
-	alive map[string]bool
+	alive    map[string]bool
+	stopped  bool
 	nextID   int
 	target   int
 	created  int
@@ -369,6 +370,10 @@ func (d *Driver) allocate(ctx context.Context) {
 		case <-t.C:
 		}
 		d.mu.Lock()
+		if d.stopped {
+			d.mu.Unlock()
+			return
+		}
 		waiting := len(d.pending)
 		toCreate := min(d.target-len(d.alive), d.cfg.BatchSize)
 		excess := d.excessPending(len(d.alive) - d.target)
@@ -619,6 +624,11 @@ func (d *Driver) Kill(ctx context.Context, execIDs []int) error {
 // Stop is KubernetesClusterSchedulerBackend.stop: four collection DELETEs,
 // issued even when nothing was created.
 func (d *Driver) Stop(ctx context.Context) error {
+	// The allocator stops first (ExecutorPodsAllocator.stop), so nothing is
+	// created again while the collections are deleted.
+	d.mu.Lock()
+	d.target, d.stopped = 0, true
+	d.mu.Unlock()
 	app := "spark-app-selector=" + d.cfg.AppID
 	for _, call := range []struct{ resource, label string }{
 		{"services", app},
