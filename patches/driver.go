@@ -2,6 +2,7 @@ package patches
 
 import (
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -67,8 +68,8 @@ var driverSteps = []struct {
 	{"volumes", (*driver).addVolumes},
 	{"env", (*driver).addEnv},
 	{"init container", (*driver).addInitContainer},
-	{"sidecar", (*driver).addSidecar},
 	{"annotations", (*driver).annotate},
+	{"sidecar", (*driver).addSidecar},
 }
 
 // Driver patches pod in place. It returns a non-empty skip reason when the
@@ -697,6 +698,9 @@ func (d *driver) addSidecar() error {
 			{Name: "SPARKLET_TOKEN_FILE", Value: TokenFile},
 			{Name: "SPARKLET_SPARK_CONTAINER", Value: d.container().Name},
 			{Name: "SPARKLET_POLICY", Value: string(pol)},
+			// The JVM reads the conf from a pod annotation, which stays
+			// editable; the sidecar refuses to start if it no longer matches.
+			{Name: "SPARKLET_CONF_SHA256", Value: ConfDigest(d.pod.Annotations[AnnotationEffectiveConf])},
 		},
 		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: d.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe: &corev1.Probe{
@@ -738,6 +742,7 @@ func (d *driver) annotate() error {
 	d.pod.Annotations[AnnotationEffectiveConf] = RenderSparkConf(d.conf)
 
 	inits := []string{SidecarName}
+	// The status lists the init containers the sidecar step adds next.
 	if d.fetch != nil {
 		inits = []string{InitName, SidecarName}
 	}
@@ -758,4 +763,10 @@ func (d *driver) annotate() error {
 	}
 	d.pod.Annotations[AnnotationStatus] = string(st)
 	return nil
+}
+
+// ConfDigest is the hex sha256 of a rendered effective configuration.
+func ConfDigest(conf string) string {
+	sum := sha256.Sum256([]byte(conf))
+	return hex.EncodeToString(sum[:])
 }

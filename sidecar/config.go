@@ -24,6 +24,7 @@ type Config struct {
 	TokenFile      string // SPARKLET_TOKEN_FILE: the JVM's per-pod token
 	SparkContainer string // SPARKLET_SPARK_CONTAINER: watched for termination
 	PolicyJSON     string // SPARKLET_POLICY: the effective policy, JSON
+	ConfSHA256     string // SPARKLET_CONF_SHA256: digest of the effective conf the webhook wrote
 	Kubeconfig     string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/tls"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -86,6 +87,12 @@ func (s *Sidecar) Run(ctx context.Context, client kubernetes.Interface) error {
 	}
 	s.log = s.log.WithField("app", s.appID)
 	s.events = &recorder{client: s.client, driver: own, log: s.log}
+	if want := s.cfg.ConfSHA256; want != "" && patches.ConfDigest(own.Annotations[patches.AnnotationEffectiveConf]) != want {
+		msg := fmt.Sprintf("annotation %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
+			patches.AnnotationEffectiveConf)
+		s.events.warning("ConfigurationTampered", msg)
+		return errors.New(msg)
+	}
 
 	token, err := writeToken(s.cfg.TokenFile)
 	if err != nil {

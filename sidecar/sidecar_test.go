@@ -153,6 +153,25 @@ func (h *harness) waitListed(selector string, n int) []corev1.Pod {
 	return list.Items
 }
 
+func TestEditedConfigurationIsRefused(t *testing.T) {
+	d := driver()
+	d.Annotations = map[string]string{patches.AnnotationEffectiveConf: "spark.eventLog.enabled false\n"}
+	client := fake.NewClientset(d)
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+		TokenFile: filepath.Join(t.TempDir(), "token"), SparkContainer: "spark", CleanupTimeout: time.Second,
+		ConfSHA256: patches.ConfDigest("spark.eventLog.enabled true\n")}
+	err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), client)
+	if err == nil || !strings.Contains(err.Error(), "changed after admission") {
+		t.Fatalf("err = %v", err)
+	}
+	events, _ := client.CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{})
+	if len(events.Items) != 1 || events.Items[0].Reason != "ConfigurationTampered" {
+		t.Errorf("events = %+v", events.Items)
+	}
+}
+
 func TestAuthAndScope(t *testing.T) {
 	h := start(t, "")
 	req, _ := http.NewRequest("GET", h.base+"/api/v1/namespaces/spark/pods", nil)

@@ -35,6 +35,7 @@ func runSidecar(args []string) error {
 		return err
 	}
 	cfg.PolicyJSON = os.Getenv("SPARKLET_POLICY")
+	cfg.ConfSHA256 = os.Getenv("SPARKLET_CONF_SHA256")
 	log, err := newLogger(*logLevel, "sidecar")
 	if err != nil {
 		return err
