@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -320,6 +321,10 @@ func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *s
 	}
 	start := time.Now()
 	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
+	var events *watchCount
+	if sc != nil {
+		events = countWatchEvents(runCtx, sc, ns)
+	}
 	jvm.SetTarget(o.executors)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 		return jvm.Stats().Created >= o.executors, nil
@@ -332,7 +337,9 @@ func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *s
 	res.running = time.Since(start)
 	res.series = *series
 	if sc != nil {
-		res.note = listComparison(ctx, env, ns, sc)
+		n, first, last := events.get()
+		res.note = listComparison(ctx, env, ns, sc) + fmt.Sprintf(" One extra JVM-style watch on the sidecar received %d events during the run, %.0f per second.",
+			n, float64(n)/last.Sub(first).Seconds())
 	}
 	finish(ctx, env, o, ns, &res, before)
 	if sc != nil {
@@ -397,4 +404,45 @@ func procStats(pid int) (rssKiB, cpu float64) {
 		cpu = (u + s) / 100 // clock ticks, USER_HZ = 100
 	}
 	return rssKiB, cpu
+}
+
+// watchCount counts the events one watch on the sidecar delivers.
+type watchCount struct {
+	mu          sync.Mutex
+	n           int
+	first, last time.Time
+}
+
+func (w *watchCount) get() (int, time.Time, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n, w.first, w.last
+}
+
+// countWatchEvents opens the executor watch a JVM opens (HTTP streaming
+// here; the JVM's own watch uses WebSocket) and counts its events.
+func countWatchEvents(ctx context.Context, sc *testenv.Sidecar, ns string) *watchCount {
+	w := &watchCount{}
+	token, _ := sc.Token()
+	req, _ := http.NewRequestWithContext(ctx, "GET", "http://"+sc.Listen+"/api/v1/namespaces/"+ns+"/pods?labelSelector=spark-role%3Dexecutor&watch=true", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<22)
+		for sc.Scan() {
+			w.mu.Lock()
+			if w.n == 0 {
+				w.first = time.Now()
+			}
+			w.n++
+			w.last = time.Now()
+			w.mu.Unlock()
+		}
+	}()
+	return w
 }
