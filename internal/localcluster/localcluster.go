@@ -61,7 +61,7 @@ type Cluster struct {
 type process struct {
 	name string
 	cmd  *exec.Cmd
-	done chan struct{}
+	done <-chan struct{}
 }
 
 // state is what Attach and Down read back from Dir.
@@ -218,24 +218,11 @@ func (c *Cluster) start(ctx context.Context) error {
 
 // run starts one component, logging to logs/<name>.log.
 func (c *Cluster) run(name string, args ...string) error {
-	log, err := os.OpenFile(c.path("logs", name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd, done, err := Spawn(filepath.Join(c.opts.BinDir, name), args, c.path("logs", name+".log"), c.opts.Detach)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(filepath.Join(c.opts.BinDir, name), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if !c.opts.Detach {
-		// The components die with the test binary that started them.
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); log.Close(); close(p.done) }()
-	c.procs = append(c.procs, p)
+	c.procs = append(c.procs, &process{name: name, cmd: cmd, done: done})
 	return nil
 }
 

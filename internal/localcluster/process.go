@@ -2,7 +2,10 @@ package localcluster
 
 import (
 	"bytes"
+	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -36,4 +39,27 @@ func FreePort() (int, error) {
 		return 0, err
 	}
 	return ports[0], nil
+}
+
+// Spawn starts binary with args in a process group of its own, logging to
+// logFile. Unless detach is set the process dies with the caller. done is
+// closed once it has exited.
+func Spawn(binary string, args []string, logFile string, detach bool) (cmd *exec.Cmd, done <-chan struct{}, err error) {
+	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, nil, err
+	}
+	cmd = exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !detach {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return nil, nil, fmt.Errorf("start %s: %w", filepath.Base(binary), err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
+	return cmd, exited, nil
 }

@@ -16,7 +16,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"syscall"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -57,7 +56,7 @@ type Env struct {
 	opts    Options
 	port    int
 	webhook *exec.Cmd
-	exited  chan struct{}
+	exited  <-chan struct{}
 	certDir string
 }
 
@@ -204,32 +203,21 @@ func (e *Env) LogFile() string { return filepath.Join(e.opts.Dir, "webhook.log")
 
 // StartWebhook runs `sparklet webhook` and waits until it is ready.
 func (e *Env) StartWebhook(ctx context.Context) error {
-	log, err := os.OpenFile(e.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		return err
-	}
 	args := []string{"webhook", "--listen", e.Addr(), "--tls-cert-file", e.CertFile(), "--tls-key-file", e.KeyFile(),
 		"--reload-interval", "1s"}
 	if e.opts.PolicyFile != "" {
 		args = append(args, "--policy", e.opts.PolicyFile)
 	}
-	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), args...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if !e.opts.Detach {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	cmd, exited, err := localcluster.Spawn(filepath.Join(e.opts.BinDir, "sparklet"), args, e.LogFile(), e.opts.Detach)
+	if err != nil {
+		return err
 	}
-	if err := cmd.Start(); err != nil {
-		log.Close()
-		return fmt.Errorf("start webhook: %w", err)
-	}
+	e.webhook, e.exited = cmd, exited
 	if e.opts.Detach {
 		if err := e.Cluster.Adopt("sparklet-webhook", cmd.Process.Pid); err != nil {
 			return err
 		}
 	}
-	e.webhook, e.exited = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); log.Close(); close(e.exited) }()
 
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
