@@ -14,6 +14,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
+	"encoding/hex"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -39,6 +41,10 @@ const (
 	KeyCAKey  = "ca.key"
 	KeyCert   = "tls.crt"
 	KeyKey    = "tls.key"
+	// KeyPreviousCACert is the CA a rotation replaced. It stays in the
+	// caBundle until it expires, so replicas still serving a certificate it
+	// signed keep being trusted while they reload.
+	KeyPreviousCACert = "ca.previous.crt"
 )
 
 // Config is the self-managed mode's configuration.
@@ -54,7 +60,7 @@ type Config struct {
 	// Interval is how often the Secret is checked and the certificate reloaded.
 	Interval       time.Duration
 	LeaderElection bool
-	Identity       string // this replica, for the Lease
+	Identity       string // this replica, for the Lease; default hostname_random
 }
 
 // Manager keeps the certificate and serves it.
@@ -75,7 +81,12 @@ func New(cfg Config, client kubernetes.Interface, log *logrus.Entry) *Manager {
 		cfg.Interval = time.Minute
 	}
 	if cfg.Identity == "" {
-		cfg.Identity, _ = os.Hostname()
+		// Unique per process: two replicas sharing a hostname must not
+		// both believe they hold the Lease.
+		host, _ := os.Hostname()
+		suffix := make([]byte, 4)
+		_, _ = rand.Read(suffix)
+		cfg.Identity = host + "_" + hex.EncodeToString(suffix)
 	}
 	return &Manager{cfg: cfg, client: client, log: log, now: time.Now}
 }
@@ -92,16 +103,15 @@ func (m *Manager) GetCertificate(*tls.ClientHelloInfo) (*tls.Certificate, error)
 // Loaded reports whether a certificate is being served.
 func (m *Manager) Loaded() bool { return m.cert.Load() != nil }
 
-// Start reconciles once (as leader, or alone) and then keeps reconciling
-// and reloading until ctx ends. It returns once a certificate is loaded.
+// Start keeps reconciling (as the Lease holder, or alone) and reloading
+// until ctx ends. It returns once a certificate is loaded, or with an error
+// when none is after two minutes.
 func (m *Manager) Start(ctx context.Context) error {
 	if !m.cfg.LeaderElection {
-		if err := m.Reconcile(ctx); err != nil {
-			return err
-		}
+		go m.loop(ctx, m.Reconcile)
 	} else {
 		lock := &resourcelock.LeaseLock{
-			LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.Namespace, Name: m.cfg.SecretName + "-writer"},
+			LeaseMeta:  metav1.ObjectMeta{Namespace: m.cfg.Namespace, Name: m.LeaseName()},
 			Client:     m.client.CoordinationV1(),
 			LockConfig: resourcelock.ResourceLockConfig{Identity: m.cfg.Identity},
 		}
@@ -109,48 +119,60 @@ func (m *Manager) Start(ctx context.Context) error {
 			Lock: lock, LeaseDuration: 15 * time.Second, RenewDeadline: 10 * time.Second, RetryPeriod: 2 * time.Second,
 			ReleaseOnCancel: true,
 			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(ctx context.Context) { m.loop(ctx, m.Reconcile) },
+				OnStartedLeading: func(ctx context.Context) {
+					m.log.WithField("identity", m.cfg.Identity).Info("writing the certificate as the Lease holder")
+					m.loop(ctx, m.Reconcile)
+				},
 				OnStoppedLeading: func() { m.log.Info("no longer the certificate writer") },
 			},
+			Name: m.LeaseName(),
 		})
 		if err != nil {
-			return err
+			return fmt.Errorf("leader election: %w", err)
 		}
 		go le.Run(ctx)
 	}
 	// Every replica serves what the Secret holds.
 	deadline, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
+	var lastErr error
 	for !m.Loaded() {
-		if err := m.load(deadline); err != nil && deadline.Err() != nil {
-			return fmt.Errorf("no usable certificate in Secret %s/%s: %w", m.cfg.Namespace, m.cfg.SecretName, err)
+		if lastErr = m.load(deadline); lastErr == nil {
+			break
 		}
-		if !m.Loaded() {
-			select {
-			case <-deadline.Done():
-			case <-time.After(time.Second):
-			}
+		select {
+		case <-deadline.Done():
+			return fmt.Errorf("no usable certificate in Secret %s/%s: %w", m.cfg.Namespace, m.cfg.SecretName, lastErr)
+		case <-time.After(time.Second):
 		}
 	}
 	go m.loop(ctx, m.load)
 	return nil
 }
 
-// loop runs f now and then every interval until ctx ends.
+// LeaseName is the Lease that elects the writer.
+func (m *Manager) LeaseName() string { return m.cfg.SecretName + "-writer" }
+
+// loop runs f now and then every interval until ctx ends; after a failure
+// it retries sooner, from one second doubling up to the interval, so that
+// a webhook configuration created just after the webhook starts gets its
+// caBundle within seconds.
 func (m *Manager) loop(ctx context.Context, f func(context.Context) error) {
-	t := time.NewTicker(m.cfg.Interval)
-	defer t.Stop()
-	if err := f(ctx); err != nil {
-		m.log.WithError(err).Warn("certificate check failed; will retry")
-	}
+	retry := time.Second
 	for {
+		wait := m.cfg.Interval
+		if err := f(ctx); err != nil {
+			m.log.WithError(err).WithField("retryIn", retry.String()).Warn("certificate check failed")
+			wait, retry = min(retry, m.cfg.Interval), min(2*retry, m.cfg.Interval)
+		} else {
+			retry = time.Second
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
+			t.Stop()
 			return
 		case <-t.C:
-			if err := f(ctx); err != nil {
-				m.log.WithError(err).Warn("certificate check failed; will retry")
-			}
 		}
 	}
 }
@@ -163,7 +185,7 @@ func (m *Manager) load(ctx context.Context) error {
 	}
 	c, err := tls.X509KeyPair(s.Data[KeyCert], s.Data[KeyKey])
 	if err != nil {
-		return err
+		return fmt.Errorf("Secret %s: %w", m.cfg.SecretName, err)
 	}
 	if old := m.cert.Load(); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
 		m.cert.Store(&c)
@@ -208,7 +230,16 @@ func (m *Manager) Reconcile(ctx context.Context) error {
 			return fmt.Errorf("write Secret %s: %w", m.cfg.SecretName, err)
 		}
 	}
-	return m.patchCABundle(ctx, s.Data[KeyCACert])
+	return m.patchCABundle(ctx, m.bundle(s.Data))
+}
+
+// bundle is the CA, followed by the CA it replaced while that is valid.
+func (m *Manager) bundle(d map[string][]byte) []byte {
+	b := bytes.Clone(d[KeyCACert])
+	if prev, err := parseCert(d[KeyPreviousCACert]); err == nil && m.now().Before(prev.NotAfter) {
+		b = append(b, d[KeyPreviousCACert]...)
+	}
+	return b
 }
 
 // check returns why the Secret's contents need replacing, or "".
@@ -263,6 +294,9 @@ func (m *Manager) issue(d map[string][]byte) error {
 			return err
 		}
 		kder, _ := x509.MarshalECPrivateKey(key)
+		if caErr == nil {
+			d[KeyPreviousCACert] = d[KeyCACert]
+		}
 		d[KeyCACert] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 		d[KeyCAKey] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
 		if caPair, err = tls.X509KeyPair(d[KeyCACert], d[KeyCAKey]); err != nil {
@@ -294,30 +328,40 @@ func (m *Manager) issue(d map[string][]byte) error {
 	return nil
 }
 
-// patchCABundle makes every webhook of the configuration trust the CA.
-func (m *Manager) patchCABundle(ctx context.Context, ca []byte) error {
+// patchCABundle makes every webhook of the configuration trust bundle.
+func (m *Manager) patchCABundle(ctx context.Context, bundle []byte) error {
 	mwcs := m.client.AdmissionregistrationV1().MutatingWebhookConfigurations()
 	mwc, err := mwcs.Get(ctx, m.cfg.WebhookConfigName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read MutatingWebhookConfiguration %s: %w", m.cfg.WebhookConfigName, err)
 	}
-	var ops []string
+	type op struct {
+		Op    string `json:"op"`
+		Path  string `json:"path"`
+		Value any    `json:"value"`
+	}
+	var ops []op
+	if mwc.ResourceVersion != "" { // fail rather than patch indexes of a changed object
+		ops = append(ops, op{"test", "/metadata/resourceVersion", mwc.ResourceVersion})
+	}
+	changed := 0
 	for i, w := range mwc.Webhooks {
-		if !bytes.Equal(w.ClientConfig.CABundle, ca) {
-			ops = append(ops, fmt.Sprintf(`{"op":"add","path":"/webhooks/%d/clientConfig/caBundle","value":%q}`, i, b64(ca)))
+		if !bytes.Equal(w.ClientConfig.CABundle, bundle) {
+			ops = append(ops, op{"add", fmt.Sprintf("/webhooks/%d/clientConfig/caBundle", i), bundle}) // []byte marshals as base64
+			changed++
 		}
 	}
-	if len(ops) == 0 {
+	if changed == 0 {
 		return nil
 	}
-	if mwc.ResourceVersion != "" { // fail rather than patch indexes of a changed object
-		ops = append([]string{`{"op":"test","path":"/metadata/resourceVersion","value":"` + mwc.ResourceVersion + `"}`}, ops...)
+	patch, err := json.Marshal(ops)
+	if err != nil {
+		return err
 	}
-	patch := []byte("[" + join(ops) + "]")
 	if _, err := mwcs.Patch(ctx, mwc.Name, types.JSONPatchType, patch, metav1.PatchOptions{FieldManager: "sparklet-webhook"}); err != nil {
 		return fmt.Errorf("patch caBundle into %s: %w", mwc.Name, err)
 	}
-	m.log.WithField("webhookConfiguration", mwc.Name).Info("caBundle updated")
+	m.log.WithFields(logrus.Fields{"webhookConfiguration": mwc.Name, "webhooks": changed}).Info("caBundle updated")
 	return nil
 }
 
