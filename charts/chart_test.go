@@ -6,6 +6,13 @@ package charts
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"maps"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,12 +23,19 @@ import (
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/internal/localcluster"
 	"github.com/sparklet/sparklet/internal/webhookconfig"
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -169,6 +183,128 @@ func TestWebhookConfiguration(t *testing.T) {
 	}
 }
 
+// certificate is the part of a cert-manager Certificate the chart sets.
+type certificate struct {
+	Metadata struct{ Name string } `json:"metadata"`
+	Spec     struct {
+		IsCA       bool     `json:"isCA"`
+		SecretName string   `json:"secretName"`
+		DNSNames   []string `json:"dnsNames"`
+		IssuerRef  struct{ Name, Kind, Group string }
+	} `json:"spec"`
+}
+
+func (r rendered) unstructured(t *testing.T, key string, into any) {
+	t.Helper()
+	doc, ok := r.docs[key]
+	if !ok {
+		t.Fatalf("%s not rendered", key)
+	}
+	if err := yaml.Unmarshal(doc, into); err != nil {
+		t.Fatalf("%s: %v", key, err)
+	}
+}
+
+// TestCertManagerChain follows the default chain (self-signed Issuer, CA
+// Certificate, CA Issuer, serving Certificate) and a user issuerRef, to
+// the Secret the Deployment mounts and the MWC's inject-ca-from.
+func TestCertManagerChain(t *testing.T) {
+	full := release + "-sparklet"
+	svc := []string{full, full + "." + releaseNS, full + "." + releaseNS + ".svc", full + "." + releaseNS + ".svc.cluster.local"}
+	for _, tc := range []struct {
+		values     []string
+		issuer     string // of the serving Certificate
+		kind       string
+		selfSigned bool
+	}{
+		{nil, full + "-ca", "Issuer", true},
+		{[]string{"issuer-ref.yaml"}, "corp-ca", "ClusterIssuer", false},
+	} {
+		r := render(t, tc.values...)
+		var serving certificate
+		r.unstructured(t, "Certificate/"+releaseNS+"/"+full+"-serving", &serving)
+		if !reflect.DeepEqual(serving.Spec.DNSNames, svc) || serving.Spec.IsCA {
+			t.Errorf("%v: serving Certificate names %v, want %v", tc.values, serving.Spec.DNSNames, svc)
+		}
+		if serving.Spec.IssuerRef.Name != tc.issuer || serving.Spec.IssuerRef.Kind != tc.kind {
+			t.Errorf("%v: serving Certificate issued by %+v", tc.values, serving.Spec.IssuerRef)
+		}
+		var mwc admissionv1.MutatingWebhookConfiguration
+		r.get(t, "MutatingWebhookConfiguration//"+full, &mwc)
+		if got := mwc.Annotations["cert-manager.io/inject-ca-from"]; got != releaseNS+"/"+serving.Metadata.Name {
+			t.Errorf("%v: inject-ca-from %q, want the serving Certificate", tc.values, got)
+		}
+		var d appsv1.Deployment
+		r.get(t, "Deployment/"+releaseNS+"/"+full, &d)
+		mounted := ""
+		for _, v := range d.Spec.Template.Spec.Volumes {
+			if v.Secret != nil {
+				mounted = v.Secret.SecretName
+			}
+		}
+		if mounted != serving.Spec.SecretName {
+			t.Errorf("%v: Deployment mounts Secret %q, the Certificate writes %q", tc.values, mounted, serving.Spec.SecretName)
+		}
+		if a := d.Spec.Template.Spec.AutomountServiceAccountToken; a == nil || *a {
+			t.Errorf("%v: the webhook needs no API access with cert-manager, yet mounts a token", tc.values)
+		}
+		_, hasSelfSigned := r.docs["Issuer/"+releaseNS+"/"+full+"-selfsigned"]
+		if hasSelfSigned != tc.selfSigned {
+			t.Errorf("%v: self-signed Issuer rendered = %v", tc.values, hasSelfSigned)
+		}
+		if !tc.selfSigned {
+			continue
+		}
+		var ca certificate
+		r.unstructured(t, "Certificate/"+releaseNS+"/"+full+"-ca", &ca)
+		var caIssuer struct {
+			Spec struct {
+				CA struct {
+					SecretName string `json:"secretName"`
+				} `json:"ca"`
+			} `json:"spec"`
+		}
+		r.unstructured(t, "Issuer/"+releaseNS+"/"+full+"-ca", &caIssuer)
+		if !ca.Spec.IsCA || ca.Spec.IssuerRef.Name != full+"-selfsigned" || caIssuer.Spec.CA.SecretName != ca.Spec.SecretName {
+			t.Errorf("CA chain broken: CA Certificate %+v, CA Issuer reads %q", ca.Spec, caIssuer.Spec.CA.SecretName)
+		}
+	}
+}
+
+// TestBadValuesAreRefused: wrong values fail at install with a message
+// that names the value.
+func TestBadValuesAreRefused(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"namespaces.selector=list"}, "namespaces.list"},
+		{[]string{"namespaces.selector=all"}, "/namespaces/selector"},
+		{[]string{"namespaces.list={Team_A}"}, "/namespaces/list/0"},
+		{[]string{"namespaces.selector=list", "namespaces.list={team-a,kube-system}"}, "namespaces.list must not name kube-system"},
+		{[]string{"namespaces.selector=list", "namespaces.list={" + releaseNS + "}"}, "namespaces.list must not name " + releaseNS},
+		{[]string{"webhook.failurePolicy=Open"}, "failurePolicy"},
+		{[]string{"webhook.timeoutSeconds=60"}, "timeoutSeconds"},
+		{[]string{"webhook.replicas=0"}, "replicas"},
+		{[]string{"tls.certManager.enabled=false", "tls.existingSecret=mine"}, "tls.caBundle"},
+		{[]string{"webhook.unknown=1"}, "unknown"},
+		{[]string{"driver.serviceAccountName="}, "serviceAccountName"},
+	} {
+		args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", kubeVersion}
+		for _, s := range tc.set {
+			args = append(args, "--set", s)
+		}
+		out, err := exec.Command(helm(t), args...).CombinedOutput()
+		if err == nil {
+			t.Errorf("--set %v rendered without error", tc.set)
+			continue
+		}
+		if !strings.Contains(string(out), tc.want) {
+			t.Errorf("--set %v: error does not name %s:\n%s", tc.set, tc.want, out)
+		}
+	}
+}
+
 func TestDeploymentIsHardened(t *testing.T) {
 	r := render(t)
 	var d appsv1.Deployment
@@ -295,37 +431,62 @@ func TestPolicyConfigMapParses(t *testing.T) {
 
 // TestAppliesToARealAPIServer server-side applies everything the chart
 // renders except cert-manager's objects, whose CRDs the local control plane
-// does not have.
+// does not have, then runs the self-managed mode end to end on it.
 func TestAppliesToARealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Stop()
-	for _, values := range []string{"namespace-list.yaml", "self-managed.yaml"} {
-		applyChart(ctx, t, c, render(t, values), values == "namespace-list.yaml")
+	for _, values := range [][]string{nil, {"namespace-list.yaml"}, {"custom-policy.yaml"}, {"no-cert-manager.yaml"}, {"issuer-ref.yaml"}} {
+		r := render(t, values...)
+		want := map[bool]int{true: 4, false: 0}[r.certManager()]
+		if contains(values, "issuer-ref.yaml") {
+			want = 1 // the serving Certificate only
+		}
+		applyChart(ctx, t, c, r.docs, want)
 	}
+	// Switching the release to self-managed certificates is an upgrade
+	// of the same objects; then the webhook runs from what was rendered.
+	t.Run("self-managed end to end", func(t *testing.T) { selfManagedEndToEnd(ctx, t, c) })
 }
 
-func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, r rendered, withCertManager bool) {
+func binDir(t *testing.T) string {
+	helm(t) // skips without SPARKLET_E2E
+	return os.Getenv("SPARKLET_BIN_DIR")
+}
+
+func (r rendered) certManager() bool {
+	for key := range r.docs {
+		if strings.HasPrefix(key, "Certificate/") {
+			return true
+		}
+	}
+	return false
+}
+
+// applyChart applies docs, minus the cert-manager objects, of which it
+// expects certManagerObjects.
+func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, rendered map[string][]byte, certManagerObjects int) {
+	t.Helper()
 	var docs []string
 	for _, ns := range []string{releaseNS, "team-a", "team-b"} {
 		docs = append(docs, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
 	}
 	skipped := 0
-	for key, doc := range r.docs {
+	for key, doc := range rendered {
 		if strings.HasPrefix(key, "Certificate/") || strings.HasPrefix(key, "Issuer/") {
 			skipped++
 			continue
 		}
 		docs = append(docs, string(doc))
 	}
-	if withCertManager && skipped != 4 {
-		t.Errorf("skipped %d cert-manager objects, want 4 (self-signed Issuer, CA Certificate, CA Issuer, serving Certificate)", skipped)
+	if skipped != certManagerObjects {
+		t.Errorf("skipped %d cert-manager objects, want %d", skipped, certManagerObjects)
 	}
-	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--field-manager=chart-test", "-f", "-")
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "--field-manager=chart-test", "-f", "-")
 	cmd.Stdin = strings.NewReader(strings.Join(docs, "\n---\n"))
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -333,5 +494,273 @@ func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, r re
 	}
 	if n := strings.Count(string(out), "serverside-applied"); n != len(docs) {
 		t.Errorf("%d of %d objects applied:\n%s", n, len(docs), out)
+	}
+}
+
+// selfManagedEndToEnd applies the self-managed rendering with the webhook
+// configuration pointed at 127.0.0.1 (there is no in-cluster Service here)
+// and runs the Deployment's replicas as local processes, with the
+// Deployment's own arguments and the chart's service account's token, so
+// that the chart's RBAC is what they work with. A driver pod in a listed
+// namespace is then injected through them.
+func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+	full := release + "-sparklet"
+	r := render(t, "self-managed.yaml", "namespace-list.yaml")
+	var d appsv1.Deployment
+	r.get(t, "Deployment/"+releaseNS+"/"+full, &d)
+	var cm corev1.ConfigMap
+	r.get(t, "ConfigMap/"+releaseNS+"/"+full+"-policy", &cm)
+
+	replicas := int(*d.Spec.Replicas)
+	ports := make([]int, replicas)
+	for i := range ports {
+		p, err := localcluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	// The only change to what the chart rendered: the API server calls
+	// the first replica at its loopback address.
+	var mwc map[string]any
+	if err := yaml.Unmarshal(r.docs["MutatingWebhookConfiguration//"+full], &mwc); err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("https://127.0.0.1:%d/mutate-pods", ports[0])
+	mwc["webhooks"].([]any)[0].(map[string]any)["clientConfig"] = map[string]any{"url": url}
+	local, err := yaml.Marshal(mwc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := maps.Clone(r.docs)
+	docs["MutatingWebhookConfiguration//"+full] = local
+	applyChart(ctx, t, c, docs, 0)
+
+	checkRBAC(ctx, t, c)
+
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(cm.Data["policy.yaml"]), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := serviceAccountKubeconfig(ctx, t, c, releaseNS, full, filepath.Join(dir, "webhook.kubeconfig"))
+	for i, port := range ports {
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			switch {
+			case strings.HasPrefix(a, "--listen="):
+				a = fmt.Sprintf("--listen=127.0.0.1:%d", port)
+			case strings.HasPrefix(a, "--policy="):
+				a = "--policy=" + policyFile
+			}
+			args = append(args, a)
+		}
+		args = append(args, "--kubeconfig="+kubeconfig, "--cert-extra-sans=127.0.0.1")
+		logFile := filepath.Join(dir, fmt.Sprintf("webhook-%d.log", i))
+		cmd, done, err := localcluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			localcluster.Terminate(cmd.Process.Pid, done)
+			if t.Failed() {
+				t.Logf("webhook %d (%v) log:\n%s", i, args, localcluster.Tail(logFile, 40))
+			}
+		})
+	}
+
+	// The caBundle appears and every replica serves a certificate that
+	// verifies against it for 127.0.0.1: the one in the Secret.
+	client := c.Client()
+	var bundle []byte
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		m, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, full, metav1.GetOptions{})
+		if err != nil || len(m.Webhooks[0].ClientConfig.CABundle) == 0 {
+			return false, nil
+		}
+		bundle = m.Webhooks[0].ClientConfig.CABundle
+		for _, port := range ports {
+			if _, err := servedLeaf(port, bundle); err != nil {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the webhook did not set up its certificate and caBundle: %v", err)
+	}
+	secret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, "sparklet-webhook-certs", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, port := range ports {
+		leaf, err := servedLeaf(port, bundle)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if block, _ := pem.Decode(secret.Data["tls.crt"]); block == nil || !bytes.Equal(block.Bytes, leaf.Raw) {
+			t.Errorf("replica on port %d does not serve the Secret's certificate", port)
+		}
+	}
+	lease, err := client.CoordinationV1().Leases(releaseNS).Get(ctx, "sparklet-webhook-certs-writer", metav1.GetOptions{})
+	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
+		t.Errorf("no Lease holder: %v", err)
+	}
+
+	// A driver in a listed namespace is injected; the API server picks up
+	// the patched caBundle asynchronously, hence the dry-run polling.
+	pod := examplePod(t)
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return err == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("driver pods are still refused: %v", err)
+	}
+	created, err := client.CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if problems := patches.VerifyDriver(created); len(problems) > 0 {
+		t.Fatalf("not a proper driver:\n- %s", strings.Join(problems, "\n- "))
+	}
+	if created.Spec.ServiceAccountName != "spark-driver" {
+		t.Errorf("driver service account %q, want the chart's spark-driver", created.Spec.ServiceAccountName)
+	}
+	// The chart's policy names the chart's image for the sidecar.
+	sidecar := false
+	for _, ic := range created.Spec.InitContainers {
+		sidecar = sidecar || ic.Image == "ghcr.io/sparklet/sparklet:0.1.0"
+	}
+	if !sidecar {
+		t.Errorf("no init container runs the chart's image: %+v", created.Spec.InitContainers)
+	}
+
+	// A namespace not in the list is left alone.
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-c"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	other, err := client.CoreV1().Pods("team-c").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := other.Annotations[patches.AnnotationStatus]; ok {
+		t.Error("a driver in a namespace outside namespaces.list was injected")
+	}
+}
+
+// servedLeaf connects to a local replica, verifying it for 127.0.0.1
+// against the caBundle, and returns its certificate.
+func servedLeaf(port int, bundle []byte) (*x509.Certificate, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		return nil, errors.New("caBundle holds no certificate")
+	}
+	dialer := &net.Dialer{Timeout: time.Second}
+	conn, err := tls.DialWithDialer(dialer, "tcp", fmt.Sprintf("127.0.0.1:%d", port), &tls.Config{RootCAs: roots, ServerName: "127.0.0.1", MinVersion: tls.VersionTLS12})
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+func examplePod(t *testing.T) *corev1.Pod {
+	t.Helper()
+	data, err := os.ReadFile("../examples/spark-pi-pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pod corev1.Pod
+	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
+		t.Fatal(err)
+	}
+	return &pod
+}
+
+// serviceAccountKubeconfig writes a kubeconfig with a token of the
+// ServiceAccount ns/name, so that a local process has its RBAC and no more.
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *localcluster.Cluster, ns, name, path string) string {
+	t.Helper()
+	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("token for %s/%s: %v", ns, name, err)
+	}
+	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		*a = clientcmdapi.AuthInfo{Token: tok.Status.Token}
+	}
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkRBAC asks the API server's authorizer what the chart's accounts
+// may do: the webhook only its own Secret, Lease and configuration; the
+// sidecar (the driver ServiceAccount) what Spark's backend needs in its
+// namespace and nothing cluster-wide or secret.
+func checkRBAC(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+	t.Helper()
+	webhookSA := "system:serviceaccount:" + releaseNS + ":" + release + "-sparklet"
+	driverSA := "system:serviceaccount:team-a:spark-driver"
+	type check struct {
+		user                          string
+		verb, group, resource, ns, nm string
+		allowed                       bool
+	}
+	var checks []check
+	for _, v := range []string{"get", "update"} {
+		checks = append(checks, check{webhookSA, v, "", "secrets", releaseNS, "sparklet-webhook-certs", true},
+			check{webhookSA, v, "coordination.k8s.io", "leases", releaseNS, "sparklet-webhook-certs-writer", true})
+	}
+	for _, v := range []string{"get", "patch"} {
+		checks = append(checks, check{webhookSA, v, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", release + "-sparklet", true},
+			check{webhookSA, v, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", "someone-elses", false})
+	}
+	checks = append(checks,
+		check{webhookSA, "create", "", "secrets", releaseNS, "", true},
+		check{webhookSA, "get", "", "secrets", releaseNS, "other", false},
+		check{webhookSA, "list", "", "secrets", releaseNS, "", false},
+		check{webhookSA, "delete", "", "secrets", releaseNS, "sparklet-webhook-certs", false},
+		check{webhookSA, "get", "", "secrets", "team-a", "sparklet-webhook-certs", false},
+		check{webhookSA, "create", "", "pods", "team-a", "", false},
+		check{webhookSA, "update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", release + "-sparklet", false},
+	)
+	for res, verbs := range map[string][]string{
+		"pods":       {"get", "list", "watch", "create", "delete", "deletecollection", "patch"},
+		"configmaps": {"get", "list", "watch", "create", "delete", "deletecollection"}, "persistentvolumeclaims": {"get", "list", "watch", "create", "delete", "deletecollection"},
+		"services": {"list", "delete", "deletecollection"}, "events": {"create", "patch"},
+	} {
+		for _, v := range verbs {
+			checks = append(checks, check{driverSA, v, "", res, "team-a", "", true}, check{driverSA, v, "", res, "team-b", "", false})
+		}
+	}
+	checks = append(checks,
+		check{driverSA, "get", "", "secrets", "team-a", "", false},
+		check{driverSA, "create", "", "services", "team-a", "", false},
+		check{driverSA, "update", "", "pods", "team-a", "", false},
+		check{driverSA, "create", "", "pods/exec", "team-a", "", false},
+		check{driverSA, "list", "", "pods", "", "", false},
+		check{"system:serviceaccount:team-a:default", "create", "", "pods", "team-a", "", false},
+	)
+	for _, ch := range checks {
+		sar := &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{User: ch.user,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + strings.Split(ch.user, ":")[2], "system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Verb: ch.verb, Group: ch.group, Resource: ch.resource, Namespace: ch.ns, Name: ch.nm}}}
+		if strings.Contains(ch.resource, "/") {
+			parts := strings.SplitN(ch.resource, "/", 2)
+			sar.Spec.ResourceAttributes.Resource, sar.Spec.ResourceAttributes.Subresource = parts[0], parts[1]
+		}
+		got, err := c.Client().AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Allowed != ch.allowed {
+			t.Errorf("%s %s %s/%s %q in %q: allowed %v, want %v", ch.user, ch.verb, ch.group, ch.resource, ch.nm, ch.ns, got.Status.Allowed, ch.allowed)
+		}
 	}
 }
