@@ -116,7 +116,7 @@ func (r rendered) get(t *testing.T, key string, into any) {
 
 func TestLint(t *testing.T) {
 	run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion)
-	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml"} {
+	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml", "issuer-ref.yaml", "service-monitor.yaml"} {
 		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
 	}
 }
@@ -289,6 +289,7 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{[]string{"tls.certManager.enabled=false", "tls.existingSecret=mine"}, "tls.caBundle"},
 		{[]string{"webhook.unknown=1"}, "unknown"},
 		{[]string{"driver.serviceAccountName="}, "serviceAccountName"},
+		{[]string{"tls.certManager.issuerRef.kind=ClusterIssuer"}, "issuerRef"},
 	} {
 		args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", kubeVersion}
 		for _, s := range tc.set {
@@ -318,14 +319,70 @@ func TestDeploymentIsHardened(t *testing.T) {
 		!reflect.DeepEqual(sc.Capabilities.Drop, []corev1.Capability{"ALL"}) || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
 		t.Errorf("container securityContext = %+v", sc)
 	}
-	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" {
+	if c.ReadinessProbe.HTTPGet.Path != "/readyz" || c.LivenessProbe.HTTPGet.Path != "/healthz" || c.StartupProbe.HTTPGet.Path != "/healthz" {
 		t.Error("probes not on /readyz and /healthz")
+	}
+	for _, p := range []*corev1.Probe{c.StartupProbe, c.LivenessProbe, c.ReadinessProbe} {
+		if p.HTTPGet.Scheme != corev1.URISchemeHTTPS || p.HTTPGet.Port.StrVal != c.Ports[0].Name {
+			t.Errorf("probe %+v is not HTTPS on the webhook port", p.HTTPGet)
+		}
+	}
+	if c.Resources.Requests.Cpu().IsZero() || c.Resources.Limits.Memory().IsZero() {
+		t.Errorf("resources = %+v", c.Resources)
+	}
+	if psc := d.Spec.Template.Spec.SecurityContext; psc == nil || psc.RunAsNonRoot == nil || !*psc.RunAsNonRoot || psc.SeccompProfile == nil {
+		t.Errorf("pod securityContext = %+v", psc)
 	}
 	if len(d.Spec.Template.Spec.TopologySpreadConstraints) == 0 {
 		t.Error("no topology spread")
 	}
 	if _, ok := r.docs["PodDisruptionBudget/"+releaseNS+"/"+release+"-sparklet"]; !ok {
 		t.Error("no PodDisruptionBudget")
+	}
+}
+
+// TestServiceMonitorSelectsTheService: the ServiceMonitor selects the
+// webhook's Service by labels it carries, scrapes a port it names, and
+// trusts the CA the serving certificate comes from.
+func TestServiceMonitorSelectsTheService(t *testing.T) {
+	full := release + "-sparklet"
+	for _, tc := range []struct {
+		values []string
+		caFrom string
+	}{
+		{[]string{"service-monitor.yaml"}, full + "-tls"},
+		{[]string{"service-monitor.yaml", "self-managed.yaml"}, "sparklet-webhook-certs"},
+	} {
+		r := render(t, tc.values...)
+		var sm struct {
+			Spec struct {
+				Selector  metav1.LabelSelector `json:"selector"`
+				Endpoints []struct {
+					Port, Path, Interval string
+					TLSConfig            struct {
+						ServerName string `json:"serverName"`
+						CA         struct {
+							Secret struct{ Name, Key string } `json:"secret"`
+						} `json:"ca"`
+					} `json:"tlsConfig"`
+				} `json:"endpoints"`
+			} `json:"spec"`
+		}
+		r.unstructured(t, "ServiceMonitor/"+releaseNS+"/"+full, &sm)
+		var svc corev1.Service
+		r.get(t, "Service/"+releaseNS+"/"+full, &svc)
+		for k, v := range sm.Spec.Selector.MatchLabels {
+			if svc.Labels[k] != v {
+				t.Errorf("%v: ServiceMonitor selects %s=%s, the Service has %q", tc.values, k, v, svc.Labels[k])
+			}
+		}
+		e := sm.Spec.Endpoints[0]
+		if e.Port != svc.Spec.Ports[0].Name || e.Path != "/metrics" || e.Interval != "15s" {
+			t.Errorf("%v: endpoint %+v", tc.values, e)
+		}
+		if e.TLSConfig.CA.Secret.Name != tc.caFrom || e.TLSConfig.ServerName != full+"."+releaseNS+".svc" {
+			t.Errorf("%v: tlsConfig %+v, want the CA from %s", tc.values, e.TLSConfig, tc.caFrom)
+		}
 	}
 }
 
