@@ -185,7 +185,7 @@ func (m *Manager) load(ctx context.Context) error {
 	}
 	c, err := tls.X509KeyPair(s.Data[KeyCert], s.Data[KeyKey])
 	if err != nil {
-		return fmt.Errorf("Secret %s: %w", m.cfg.SecretName, err)
+		return fmt.Errorf("secret %s: %w", m.cfg.SecretName, err)
 	}
 	if old := m.cert.Load(); old == nil || !bytes.Equal(old.Certificate[0], c.Certificate[0]) {
 		m.cert.Store(&c)
