@@ -505,6 +505,7 @@ func TestAppliesToARealAPIServer(t *testing.T) {
 		}
 		applyChart(ctx, t, c, r.docs, want)
 	}
+	t.Run("helm install", func(t *testing.T) { helmInstall(ctx, t, c) })
 	// Switching the release to self-managed certificates is an upgrade
 	// of the same objects; then the webhook runs from what was rendered.
 	t.Run("self-managed end to end", func(t *testing.T) { selfManagedEndToEnd(ctx, t, c) })
@@ -551,6 +552,35 @@ func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, rend
 	}
 	if n := strings.Count(string(out), "serverside-applied"); n != len(docs) {
 		t.Errorf("%d of %d objects applied:\n%s", n, len(docs), out)
+	}
+}
+
+// helmInstall installs and uninstalls a second release with helm itself
+// (self-managed certificates, as cert-manager's CRDs are not here) and
+// checks that NOTES tell how to opt in and run a driver.
+func helmInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+	const rel, ns = "second", "sparklet-second"
+	h := helm(t)
+	out := run(t, h, "install", rel, "sparklet", "--namespace", ns, "--create-namespace", "--kubeconfig", c.Kubeconfig(),
+		"-f", filepath.Join("testdata", "self-managed.yaml"), "--wait=false")
+	notes := out[strings.Index(out, "NOTES:"):]
+	for _, want := range []string{
+		"kubectl -n " + ns + " rollout status deployment/" + rel + "-sparklet",
+		"kubectl label namespace <ns> sparklet.io/inject=enabled",
+		"--clusterrole=" + rel + "-sparklet-driver",
+		"spark-role: driver",
+		"Secret sparklet-webhook-certs",
+	} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("NOTES lack %q:\n%s", want, notes)
+		}
+	}
+	if _, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, rel+"-sparklet", metav1.GetOptions{}); err != nil {
+		t.Errorf("after helm install: %v", err)
+	}
+	run(t, h, "uninstall", rel, "--namespace", ns, "--kubeconfig", c.Kubeconfig(), "--wait")
+	if _, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, rel+"-sparklet", metav1.GetOptions{}); err == nil {
+		t.Error("helm uninstall left the MutatingWebhookConfiguration")
 	}
 }
 
