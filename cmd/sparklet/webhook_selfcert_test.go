@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"flag"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
 )
 
@@ -62,5 +65,34 @@ func TestFilesModeHasNoSource(t *testing.T) {
 	src, err := f.certSource(context.Background(), log.WithField("component", "test"))
 	if err != nil || src != nil {
 		t.Fatalf("files mode: source %v, error %v", src, err)
+	}
+}
+
+// klog lines (client-go's leader election) come out as logrus JSON.
+func TestKlogGoesToLogrus(t *testing.T) {
+	var buf strings.Builder
+	l := logrus.New()
+	l.SetOutput(&buf)
+	l.SetFormatter(&logrus.JSONFormatter{})
+	sink := &logrusSink{log: l.WithField("component", "client-go")}
+	lg := logr.New(sink).WithName("leaderelection").WithValues("lock", "ns/name")
+	lg.Info("Successfully acquired lease")
+	lg.V(4).Info("renewed")
+	lg.Error(errors.New("forbidden"), "Error initially creating lease lock")
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 {
+		t.Fatalf("got %d lines, want 2 (V(4) is debug):\n%s", len(lines), buf.String())
+	}
+	for _, line := range lines {
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("not JSON: %s", line)
+		}
+		if m["component"] != "client-go" || m["lock"] != "ns/name" || m["logger"] != "leaderelection" {
+			t.Errorf("fields lost: %s", line)
+		}
+	}
+	if !strings.Contains(lines[1], `"error":"forbidden"`) {
+		t.Errorf("error lost: %s", lines[1])
 	}
 }
