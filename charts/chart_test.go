@@ -658,6 +658,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Clus
 
 	// The caBundle appears and every replica serves a certificate that
 	// verifies against it for 127.0.0.1: the one in the Secret.
+	started := time.Now()
 	client := c.Client()
 	var bundle []byte
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -689,6 +690,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Clus
 			t.Errorf("replica on port %d does not serve the Secret's certificate", port)
 		}
 	}
+	serving := time.Since(started)
 	lease, err := client.CoordinationV1().Leases(releaseNS).Get(ctx, "sparklet-webhook-certs-writer", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 		t.Errorf("no Lease holder: %v", err)
@@ -708,6 +710,8 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Clus
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%d replicas serving the Secret's certificate, caBundle patched, %s after start; first driver injected after %s",
+		replicas, serving.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 	if problems := patches.VerifyDriver(created); len(problems) > 0 {
 		t.Fatalf("not a proper driver:\n- %s", strings.Join(problems, "\n- "))
 	}
