@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/sparklet/sparklet/webhook"
-	"github.com/sparklet/sparklet/webhook/selfcert"
 )
 
 func runWebhook(args []string) error {
@@ -28,15 +26,8 @@ func runWebhook(args []string) error {
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "policy YAML, reloaded when it changes (default: the built-in policy)")
 	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", 10*time.Second, "how often to check the certificate and policy files")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	mode := fs.String("cert-mode", "files", "files: --tls-cert-file and --tls-key-file (cert-manager); self: manage a CA and certificate in a Secret")
-	var self selfcert.Config
-	fs.StringVar(&self.Namespace, "cert-namespace", os.Getenv("POD_NAMESPACE"), "self mode: namespace of the Secret and Lease (env POD_NAMESPACE)")
-	fs.StringVar(&self.SecretName, "cert-secret", "sparklet-webhook-certs", "self mode: the Secret holding the CA and serving certificate")
-	fs.StringVar(&self.ServiceName, "service-name", "sparklet", "self mode: the webhook's Service, whose DNS names the certificate covers")
-	fs.StringVar(&self.WebhookConfigName, "webhook-config-name", "sparklet", "self mode: the MutatingWebhookConfiguration whose caBundle to keep")
-	extraSANs := fs.String("cert-extra-sans", "", "self mode: more comma-separated DNS names or IPs for the certificate")
-	fs.BoolVar(&self.LeaderElection, "leader-election", true, "self mode: only the Lease holder writes the Secret and the caBundle")
-	kubeconfig := fs.String("kubeconfig", "", "self mode: kubeconfig outside a pod (default: in-cluster)")
+	var certs certFlags
+	certs.register(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -46,26 +37,8 @@ func runWebhook(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	switch *mode {
-	case "files":
-	case "self":
-		if self.Namespace == "" {
-			return errors.New("--cert-namespace (or env POD_NAMESPACE) is required with --cert-mode=self")
-		}
-		if *extraSANs != "" {
-			self.ExtraSANs = strings.Split(*extraSANs, ",")
-		}
-		client, err := kubeClient(*kubeconfig)
-		if err != nil {
-			return err
-		}
-		m := selfcert.New(self, client, log.WithField("component", "selfcert"))
-		if err := m.Start(ctx); err != nil {
-			return err
-		}
-		cfg.Certs = m
-	default:
-		return fmt.Errorf("--cert-mode must be files or self, got %q", *mode)
+	if cfg.Certs, err = certs.certSource(ctx, log); err != nil {
+		return err
 	}
 	if err := cfg.Validate(); err != nil {
 		return err
