@@ -1,6 +1,7 @@
 // Package fetch is sparklet's dependency fetching: the sparklet.io/fetch
-// annotation, the platform's fetch policy, and `sparklet init`, which
-// downloads, verifies and unpacks the files before the driver starts.
+// annotation, the `fetch:` section of the platform policy, and the work of
+// `sparklet init`, which downloads, verifies and unpacks the files into the
+// emptyDir shared with the Spark container before the driver starts.
 package fetch
 
 import (
@@ -10,7 +11,6 @@ import (
 	"fmt"
 	"net/url"
 	"path"
-	"sort"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -19,74 +19,155 @@ import (
 // Annotation lists a pod's remote dependencies.
 const Annotation = "sparklet.io/fetch"
 
-// MountPath is where the files land, in the init container and the Spark
-// container alike (an emptyDir shared by both).
+// MountPath is where the files land: the emptyDir sparklet-deps, mounted in
+// the init container and the Spark container alike.
 const MountPath = "/opt/sparklet/deps"
 
-// Entry is one dependency from the annotation.
+// Entry is one dependency from the sparklet.io/fetch annotation.
 type Entry struct {
+	// URL is an http or https URL.
 	URL string `json:"url"`
 	// SHA256 is the expected hex digest of the downloaded file.
 	SHA256 string `json:"sha256,omitempty"`
-	// Dest is the path under MountPath; default: the URL's file name, or
-	// for an archive, a directory named after it without the extension.
+	// Dest is the path under MountPath. Default: the URL's file name, or
+	// for an archive, that name without .tar.gz, .tgz or .zip.
 	Dest string `json:"dest,omitempty"`
-	// Extract unpacks the file: "tar.gz" or "zip".
+	// Extract unpacks the file into the directory Dest: "tar.gz" or "zip".
 	Extract string `json:"extract,omitempty"`
 }
 
-// ParseAnnotation accepts a YAML or JSON list of entries, or one URL per
-// line (blank lines and # comments ignored). Errors name the entry and the
-// field.
+// Extract values.
+const (
+	TarGz = "tar.gz"
+	Zip   = "zip"
+)
+
+// ParseAnnotation accepts a YAML or JSON list of entries (an item may also
+// be a bare URL string), or the short form: one URL per line, blank lines
+// and # comments ignored. It fills in default dests and lower-cases
+// digests. Errors name the entry (1-based index and URL) and the field.
 func ParseAnnotation(value string) ([]Entry, error) {
+	first := firstLine(value)
 	var entries []Entry
-	trimmed := strings.TrimSpace(value)
-	if trimmed == "" {
+	var err error
+	switch {
+	case first == "":
 		return nil, fmt.Errorf("%s: empty; list at least one URL", Annotation)
+	case strings.HasPrefix(first, "{"):
+		return nil, fmt.Errorf("%s: a single object; make it a list: wrap it in [ ] or start it with \"- \"", Annotation)
+	case strings.HasPrefix(first, "[") || strings.HasPrefix(first, "-"):
+		entries, err = parseList(value)
+	default:
+		entries, err = parseLines(value)
 	}
-	if strings.HasPrefix(trimmed, "[") || strings.HasPrefix(trimmed, "-") {
-		data, err := yaml.YAMLToJSON([]byte(value))
-		if err != nil {
-			return nil, fmt.Errorf("%s: not a valid YAML or JSON list: %w", Annotation, err)
-		}
-		dec := json.NewDecoder(strings.NewReader(string(data)))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&entries); err != nil {
-			var te *json.UnmarshalTypeError
-			if errors.As(err, &te) && te.Value == "number" {
-				return nil, fmt.Errorf("%s: %s must be a quoted string; YAML read an unquoted value as a number", Annotation, te.Field)
-			}
-			return nil, fmt.Errorf("%s: %v (entries have url, sha256, dest and extract)", Annotation, err)
-		}
-	} else {
-		for _, line := range strings.Split(value, "\n") {
-			line = strings.TrimSpace(line)
-			if line == "" || strings.HasPrefix(line, "#") {
-				continue
-			}
-			entries = append(entries, Entry{URL: line})
-		}
+	if err != nil {
+		return nil, err
 	}
-	seen := map[string]int{}
 	for i := range entries {
-		e := &entries[i]
-		at := fmt.Sprintf("%s entry %d (%s)", Annotation, i+1, e.URL)
-		if err := e.validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", at, err)
+		if err := entries[i].validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", where(i, entries[i].URL), err)
 		}
-		if j, dup := seen[e.Dest]; dup {
-			return nil, fmt.Errorf("%s: dest %q is also used by entry %d; set a distinct dest", at, e.Dest, j)
+	}
+	return entries, checkDests(entries)
+}
+
+// where names an entry in messages: 1-based, as people count.
+func where(i int, u string) string {
+	return fmt.Sprintf("%s entry %d (%s)", Annotation, i+1, u)
+}
+
+// firstLine is the first line that is neither blank nor a comment.
+func firstLine(value string) string {
+	for _, line := range strings.Split(value, "\n") {
+		if line = strings.TrimSpace(line); line != "" && !strings.HasPrefix(line, "#") {
+			return line
 		}
-		seen[e.Dest] = i + 1
+	}
+	return ""
+}
+
+func parseLines(value string) ([]Entry, error) {
+	var entries []Entry
+	for n, line := range strings.Split(value, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if strings.ContainsAny(line, " \t") {
+			return nil, fmt.Errorf("%s: line %d %q: the short form is one URL per line; for sha256, dest or extract use a list of entries (- url: ...)", Annotation, n+1, line)
+		}
+		entries = append(entries, Entry{URL: line})
 	}
 	return entries, nil
 }
 
-// validate checks an entry and fills in its default dest.
+// parseList decodes each item on its own so that an error names its entry.
+func parseList(value string) ([]Entry, error) {
+	data, err := yaml.YAMLToJSON([]byte(value))
+	if err != nil {
+		return nil, fmt.Errorf("%s: not a valid YAML or JSON list: %v", Annotation, err)
+	}
+	var items []json.RawMessage
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, fmt.Errorf("%s: not a list of entries: %v", Annotation, err)
+	}
+	if len(items) == 0 {
+		return nil, fmt.Errorf("%s: empty list; list at least one URL", Annotation)
+	}
+	entries := make([]Entry, len(items))
+	for i, raw := range items {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			entries[i] = Entry{URL: s}
+			continue
+		}
+		var probe struct {
+			URL any `json:"url"`
+		}
+		_ = json.Unmarshal(raw, &probe)
+		u, _ := probe.URL.(string)
+		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&entries[i]); err != nil {
+			return nil, fmt.Errorf("%s: %s", where(i, u), decodeProblem(err))
+		}
+	}
+	return entries, nil
+}
+
+func decodeProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		if te.Field == "" {
+			return fmt.Sprintf("is a %s; an entry is a URL or an object with url, sha256, dest and extract", te.Value)
+		}
+		if te.Value == "number" || te.Value == "bool" {
+			return fmt.Sprintf("%s must be a string; quote it, or YAML reads it as a %s", te.Field, te.Value)
+		}
+		return fmt.Sprintf("%s must be a string, not a %s", te.Field, te.Value)
+	}
+	if msg, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return fmt.Sprintf("unknown field %s; an entry has url, sha256, dest and extract", msg)
+	}
+	return err.Error()
+}
+
+// validate checks one entry and fills in its default dest.
 func (e *Entry) validate() error {
 	u, err := url.Parse(e.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return fmt.Errorf("url %q: must be an http or https URL", e.URL)
+	switch {
+	case e.URL == "":
+		return errors.New("url is missing")
+	case err != nil:
+		return fmt.Errorf("url %q: %v", e.URL, err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return fmt.Errorf("url %q: the scheme must be http or https", e.URL)
+	case u.Host == "":
+		return fmt.Errorf("url %q: has no host", e.URL)
+	case u.User != nil:
+		return fmt.Errorf("url %q: must not carry credentials; anyone who can read the pod can read its annotations", e.URL)
+	case hasDotSegment(u.EscapedPath()):
+		return fmt.Errorf("url %q: must not contain . or .. path segments; write the path out", e.URL)
 	}
 	if e.SHA256 != "" {
 		e.SHA256 = strings.ToLower(e.SHA256)
@@ -95,33 +176,80 @@ func (e *Entry) validate() error {
 		}
 	}
 	switch e.Extract {
-	case "", "tar.gz", "zip":
+	case "", TarGz, Zip:
 	default:
-		return fmt.Errorf("extract %q: must be tar.gz or zip", e.Extract)
+		return fmt.Errorf("extract %q: must be %s or %s (or left out to keep the file as it is)", e.Extract, TarGz, Zip)
 	}
 	if e.Dest == "" {
 		base := path.Base(u.Path)
-		if base == "/" || base == "." || base == "" {
-			return fmt.Errorf("the URL has no file name; set dest")
-		}
 		switch e.Extract {
-		case "tar.gz":
+		case TarGz:
 			base = strings.TrimSuffix(strings.TrimSuffix(base, ".tar.gz"), ".tgz")
-		case "zip":
+		case Zip:
 			base = strings.TrimSuffix(base, ".zip")
 		}
+		if base == "" || base == "/" || base == "." {
+			return errors.New("the URL has no file name to use; set dest")
+		}
+		if err := checkDest(base); err != nil {
+			return fmt.Errorf("the file name %q cannot be used (%v); set dest", base, err)
+		}
 		e.Dest = base
+		return nil
 	}
-	if path.IsAbs(e.Dest) || path.Clean(e.Dest) != e.Dest || e.Dest == "." || strings.HasPrefix(e.Dest, "../") || e.Dest == ".." {
-		return fmt.Errorf("dest %q must be a clean relative path inside %s", e.Dest, MountPath)
+	if err := checkDest(e.Dest); err != nil {
+		return fmt.Errorf("dest %q: %v", e.Dest, err)
 	}
 	return nil
 }
 
-// SparkConf returns the Spark properties that reference the fetched files:
-// .jar files in spark.jars, .py, .zip and .egg files in
-// spark.submit.pyFiles, other files in spark.files. Extracted archives are
-// directories and are not referenced; point your own conf at them.
+// checkDest accepts a clean relative path without .. that can appear in a
+// comma-separated Spark file list as a file:// URI.
+func checkDest(d string) error {
+	if path.IsAbs(d) {
+		return fmt.Errorf("must be relative to %s", MountPath)
+	}
+	if path.Clean(d) != d || d == "." || d == ".." || strings.HasPrefix(d, "../") {
+		return fmt.Errorf("must be a clean path inside %s, without ., .. or doubled or trailing slashes", MountPath)
+	}
+	if i := strings.IndexFunc(d, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune(`,#?%\`, r) }); i >= 0 {
+		return fmt.Errorf("contains %q, which a Spark file list cannot carry", d[i])
+	}
+	return nil
+}
+
+func hasDotSegment(p string) bool {
+	for _, s := range strings.Split(p, "/") {
+		switch strings.ToLower(s) {
+		case ".", "..", "%2e", "%2e%2e", ".%2e", "%2e.":
+			return true
+		}
+	}
+	return false
+}
+
+// checkDests refuses two entries writing the same path or one inside the
+// other.
+func checkDests(entries []Entry) error {
+	for i := range entries {
+		for j := range i {
+			a, b := entries[j].Dest, entries[i].Dest
+			switch {
+			case a == b:
+				return fmt.Errorf("%s: dest %q is also entry %d's; set a distinct dest", where(i, entries[i].URL), b, j+1)
+			case strings.HasPrefix(b, a+"/"), strings.HasPrefix(a, b+"/"):
+				return fmt.Errorf("%s: dest %q and entry %d's dest %q would be inside one another; set distinct dests", where(i, entries[i].URL), b, j+1, a)
+			}
+		}
+	}
+	return nil
+}
+
+// SparkConf returns the Spark conf that references the fetched files from
+// MountPath as file:// URIs: .jar files in spark.jars; .py, .zip and .egg
+// files in spark.submit.pyFiles; any other file in spark.files. Extracted
+// archives are directories and are not referenced. Each value keeps the
+// annotation's order, which for spark.jars is the classpath order.
 func SparkConf(entries []Entry) map[string]string {
 	lists := map[string][]string{}
 	for _, e := range entries {
@@ -139,7 +267,6 @@ func SparkConf(entries []Entry) map[string]string {
 	}
 	conf := map[string]string{}
 	for k, v := range lists {
-		sort.Strings(v)
 		conf[k] = strings.Join(v, ",")
 	}
 	return conf

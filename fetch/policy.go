@@ -1,9 +1,10 @@
 package fetch
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,34 +17,41 @@ const (
 	DefaultTimeout = 10 * time.Minute
 )
 
-// Policy is the `fetch:` section of the sparklet policy.
+// Policy is the `fetch:` section of the platform policy.
 type Policy struct {
-	// AllowedURLPrefixes, when set, are the only places files may come from.
+	// AllowedURLPrefixes are the only places files may come from. Empty
+	// means any http or https URL.
 	AllowedURLPrefixes []string `json:"allowedURLPrefixes,omitempty"`
-	// RequireSHA256 refuses entries without a checksum.
+	// RequireSHA256 refuses entries without a pinned digest.
 	RequireSHA256 *bool `json:"requireSHA256,omitempty"`
-	// MaxSize caps each download and each archive's unpacked size.
+	// MaxSize caps each download and each archive's unpacked total
+	// (a quantity such as 500Mi; default 2Gi).
 	MaxSize string `json:"maxSize,omitempty"`
-	// Timeout caps the whole init container's work (a Go duration).
+	// Timeout caps the init container's whole run (a Go duration such as
+	// 90s or 10m; default 10m).
 	Timeout string `json:"timeout,omitempty"`
 }
 
-// Validate names the field at fault.
+// Validate names each field at fault.
 func (p Policy) Validate() error {
 	var errs []string
 	for i, prefix := range p.AllowedURLPrefixes {
-		if !strings.HasPrefix(prefix, "http://") && !strings.HasPrefix(prefix, "https://") {
-			errs = append(errs, fmt.Sprintf("fetch.allowedURLPrefixes[%d]: %q must start with http:// or https://", i, prefix))
+		if err := checkPrefix(prefix); err != nil {
+			errs = append(errs, fmt.Sprintf("fetch.allowedURLPrefixes[%d]: %q %v", i, prefix, err))
 		}
 	}
 	if p.MaxSize != "" {
-		if q, err := resource.ParseQuantity(p.MaxSize); err != nil || q.Sign() <= 0 {
-			errs = append(errs, fmt.Sprintf("fetch.maxSize: %q is not a positive quantity such as 500Mi or 2Gi", p.MaxSize))
+		if q, err := resource.ParseQuantity(p.MaxSize); err != nil {
+			errs = append(errs, fmt.Sprintf("fetch.maxSize: %q is not a quantity; write for example 500Mi or 2Gi", p.MaxSize))
+		} else if q.Value() <= 0 {
+			errs = append(errs, fmt.Sprintf("fetch.maxSize: %q must be at least one byte", p.MaxSize))
 		}
 	}
 	if p.Timeout != "" {
-		if d, err := time.ParseDuration(p.Timeout); err != nil || d <= 0 {
-			errs = append(errs, fmt.Sprintf("fetch.timeout: %q is not a positive duration such as 90s or 10m", p.Timeout))
+		if d, err := time.ParseDuration(p.Timeout); err != nil {
+			errs = append(errs, fmt.Sprintf("fetch.timeout: %q is not a duration; write for example 90s or 10m", p.Timeout))
+		} else if d <= 0 {
+			errs = append(errs, fmt.Sprintf("fetch.timeout: %q must be positive", p.Timeout))
 		}
 	}
 	if len(errs) > 0 {
@@ -52,72 +60,103 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Check refuses entries the policy forbids.
-func (p Policy) Check(entries []Entry) error {
-	for i, e := range entries {
-		at := fmt.Sprintf("%s entry %d (%s)", Annotation, i+1, e.URL)
-		if p.RequireSHA256 != nil && *p.RequireSHA256 && e.SHA256 == "" {
-			return fmt.Errorf("%s: the sparklet policy requires a sha256 for every file; add sha256: <hex digest>", at)
-		}
-		if len(p.AllowedURLPrefixes) > 0 && !allowed(e.URL, p.AllowedURLPrefixes) {
-			return fmt.Errorf("%s: the sparklet policy allows only URLs starting with %s", at, strings.Join(p.AllowedURLPrefixes, ", "))
-		}
+// checkPrefix wants scheme, host and the slash after the host, so that
+// https://repo.example.com cannot also allow https://repo.example.com.evil.net.
+func checkPrefix(prefix string) error {
+	u, err := url.Parse(prefix)
+	switch {
+	case err != nil:
+		return fmt.Errorf("is not a URL: %v", err)
+	case u.Scheme != "http" && u.Scheme != "https":
+		return errors.New("must start with http:// or https://")
+	case u.Host == "" || u.User != nil:
+		return errors.New("must name a host, without credentials")
+	case !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(prefix, u.Scheme+"://"+u.Host+"?"):
+		return fmt.Errorf("must include the path after the host, at least %q, so that longer host names do not match", u.Scheme+"://"+u.Host+"/")
 	}
 	return nil
 }
 
-func allowed(url string, prefixes []string) bool {
-	for _, p := range prefixes {
-		if strings.HasPrefix(url, p) {
+// Check refuses the entries the policy forbids, all of them in one message.
+func (p Policy) Check(entries []Entry) error {
+	var errs []string
+	for i, e := range entries {
+		if p.RequireSHA256 != nil && *p.RequireSHA256 && e.SHA256 == "" {
+			errs = append(errs, fmt.Sprintf("%s: the platform policy (fetch.requireSHA256) requires a sha256; add sha256: \"<64 hex digits>\" (sha256sum prints it)", where(i, e.URL)))
+		}
+		if len(p.AllowedURLPrefixes) > 0 && !p.allows(e.URL) {
+			errs = append(errs, fmt.Sprintf("%s: the platform policy (fetch.allowedURLPrefixes) allows only URLs starting with %s", where(i, e.URL), strings.Join(p.AllowedURLPrefixes, " or ")))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (p Policy) allows(u string) bool {
+	for _, prefix := range p.AllowedURLPrefixes {
+		if strings.HasPrefix(u, prefix) {
 			return true
 		}
 	}
 	return false
 }
 
-// MaxBytes is MaxSize in bytes.
+// MaxBytes is MaxSize in bytes, or the default's when unset or invalid.
 func (p Policy) MaxBytes() int64 {
-	s := p.MaxSize
-	if s == "" {
-		s = DefaultMaxSize
+	if q, err := resource.ParseQuantity(p.MaxSize); err == nil && q.Value() > 0 {
+		return q.Value()
 	}
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		q = resource.MustParse(DefaultMaxSize)
-	}
+	q := resource.MustParse(DefaultMaxSize)
 	return q.Value()
 }
 
-// TimeLimit is Timeout as a duration.
+// TimeLimit is Timeout, or the default when unset or invalid.
 func (p Policy) TimeLimit() time.Duration {
-	d, err := time.ParseDuration(p.Timeout)
-	if err != nil || d <= 0 {
-		return DefaultTimeout
+	if d, err := time.ParseDuration(p.Timeout); err == nil && d > 0 {
+		return d
 	}
-	return d
+	return DefaultTimeout
 }
 
-// InitArgs are `sparklet init`'s flags under the policies in force. The
-// policies travel along because the init container checks the entries
-// again: the annotation it reads could be edited after admission.
-func InitArgs(policies []Policy, annotationFile string) ([]string, error) {
-	data, err := json.Marshal(policies)
-	if err != nil {
-		return nil, fmt.Errorf("encode fetch policies: %w", err)
+// InitArgs returns the `sparklet init` arguments (after the subcommand)
+// under this policy. The init container checks the entries against the
+// policy again: the annotation file it reads follows the live annotation,
+// which can be edited after admission.
+func InitArgs(p Policy, annotationFile string) []string {
+	maxSize, timeout := p.MaxSize, p.Timeout
+	if maxSize == "" {
+		maxSize = DefaultMaxSize
 	}
-	return []string{"--annotation-file=" + annotationFile, "--dest=" + MountPath, "--policies=" + string(data)}, nil
+	if timeout == "" {
+		timeout = DefaultTimeout.String()
+	}
+	args := []string{
+		"--annotation-file=" + annotationFile,
+		"--dest=" + MountPath,
+		"--max-size=" + maxSize,
+		"--timeout=" + timeout,
+	}
+	if p.RequireSHA256 != nil && *p.RequireSHA256 {
+		args = append(args, "--require-sha256=true")
+	}
+	for _, prefix := range p.AllowedURLPrefixes {
+		args = append(args, "--allowed-url-prefix="+prefix)
+	}
+	return args
 }
 
-// Limits returns the strictest size and time limits of the policies.
-func Limits(policies []Policy) (maxBytes int64, timeout time.Duration) {
-	maxBytes, timeout = Policy{}.MaxBytes(), DefaultTimeout
-	for i, p := range policies {
-		if b := p.MaxBytes(); i == 0 || b < maxBytes {
-			maxBytes = b
-		}
-		if d := p.TimeLimit(); i == 0 || d < timeout {
-			timeout = d
-		}
+// formatBytes prints n in binary units for messages.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
 	}
-	return maxBytes, timeout
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

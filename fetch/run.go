@@ -1,20 +1,15 @@
 package fetch
 
 import (
-	"archive/tar"
-	"archive/zip"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,283 +18,221 @@ import (
 
 // Config is what `sparklet init` runs with.
 type Config struct {
-	AnnotationFile string   // the pod's sparklet.io/fetch annotation, projected by the downward API
-	Dest           string   // MountPath
-	Policies       []Policy // the fetch policies in force, re-checked here
-	Retries        int      // attempts per file after the first
-	Log            *logrus.Entry
-	Client         *http.Client
-	// backoff is the first retry delay; it doubles. Tests shorten it.
-	backoff time.Duration
+	// AnnotationFile holds the pod's sparklet.io/fetch annotation,
+	// projected by a downward API volume.
+	AnnotationFile string
+	// Dest is the directory the entries' dests are relative to (MountPath).
+	Dest string
+	// Policy is checked again here, and sets the size and time limits.
+	Policy Policy
+	// Retries is how many failed attempts in a row a file may have after
+	// the first; an attempt that received bytes resets the count.
+	Retries int
+	// Backoff is the first retry delay; it doubles up to MaxBackoff.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+	// ProgressEvery is how often a running download logs its progress.
+	ProgressEvery time.Duration
+	// Client defaults to one that follows up to 10 redirects.
+	Client *http.Client
+	Log    *logrus.Entry
 }
 
-// Run fetches every entry of the annotation into Dest. Its error is one
-// line that names the URL and the problem.
+// Defaults for Config.
+const (
+	DefaultRetries       = 4
+	DefaultBackoff       = time.Second
+	DefaultMaxBackoff    = 30 * time.Second
+	DefaultProgressEvery = 5 * time.Second
+)
+
+// Validate names the flag at fault.
+func (c Config) Validate() error {
+	var errs []string
+	if c.AnnotationFile == "" {
+		errs = append(errs, "--annotation-file is required: the file the downward API projects the "+Annotation+" annotation into")
+	}
+	if !filepath.IsAbs(c.Dest) {
+		errs = append(errs, fmt.Sprintf("--dest %q must be an absolute directory, normally %s", c.Dest, MountPath))
+	}
+	if c.Retries < 0 {
+		errs = append(errs, fmt.Sprintf("--retries %d must be 0 or more", c.Retries))
+	}
+	if c.Backoff < 0 || c.MaxBackoff < 0 || c.ProgressEvery < 0 {
+		errs = append(errs, "--backoff, --max-backoff and --progress-every must not be negative")
+	}
+	if err := c.Policy.Validate(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	if c.Backoff == 0 {
+		c.Backoff = DefaultBackoff
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = DefaultMaxBackoff
+	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = DefaultProgressEvery
+	}
+	if c.Client == nil {
+		c.Client = &http.Client{}
+	}
+	if c.Log == nil {
+		l := logrus.New()
+		l.SetFormatter(&logrus.JSONFormatter{})
+		c.Log = l.WithField("component", "init")
+	}
+	return c
+}
+
+// errTimeLimit is the cause of the context's end when fetch.timeout passes.
+var errTimeLimit = errors.New("fetch.timeout passed")
+
+// Run fetches every entry of the annotation into Dest, one after the
+// other. Its error is one line that names the entry's URL and the problem.
 func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	cfg = cfg.withDefaults()
 	data, err := os.ReadFile(cfg.AnnotationFile)
 	if err != nil {
-		return fmt.Errorf("read the %s annotation from %s: %w", Annotation, cfg.AnnotationFile, err)
+		return fmt.Errorf("read the %s annotation: %w", Annotation, err)
 	}
 	entries, err := ParseAnnotation(string(data))
 	if err != nil {
 		return err
 	}
-	for _, p := range cfg.Policies {
-		if err := p.Check(entries); err != nil {
-			return err
-		}
+	if err := cfg.Policy.Check(entries); err != nil {
+		return err
 	}
-	maxBytes, timeout := Limits(cfg.Policies)
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	if err := os.MkdirAll(cfg.Dest, 0o755); err != nil {
+		return fmt.Errorf("--dest: %w", err)
+	}
+	limit := cfg.Policy.TimeLimit()
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, errTimeLimit)
 	defer cancel()
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
-	}
-	if cfg.backoff == 0 {
-		cfg.backoff = time.Second
-	}
+	start := time.Now()
+	var total int64
 	for _, e := range entries {
-		if err := fetchOne(ctx, cfg, e, maxBytes); err != nil {
+		n, err := cfg.fetchOne(ctx, e)
+		if err != nil {
+			if errors.Is(context.Cause(ctx), errTimeLimit) {
+				return fmt.Errorf("%s: not finished within the time limit of %s (fetch.timeout in the platform policy): %v", e.URL, limit, err)
+			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("%s: not done within the time limit of %s", e.URL, timeout)
+				return fmt.Errorf("%s: interrupted: %v", e.URL, err)
 			}
 			return fmt.Errorf("%s: %w", e.URL, err)
 		}
+		total += n
 	}
+	cfg.Log.WithFields(logrus.Fields{"files": len(entries), "bytes": total, "seconds": time.Since(start).Seconds()}).Info("all dependencies fetched")
 	return nil
 }
 
-func fetchOne(ctx context.Context, cfg Config, e Entry, maxBytes int64) error {
-	final := filepath.Join(cfg.Dest, filepath.FromSlash(e.Dest))
-	if err := os.MkdirAll(filepath.Dir(final), 0o755); err != nil {
-		return err
+// fetchOne puts one entry in place and returns the bytes downloaded.
+func (c Config) fetchOne(ctx context.Context, e Entry) (int64, error) {
+	final := filepath.Join(c.Dest, filepath.FromSlash(e.Dest))
+	dir := filepath.Dir(final)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(final), ".part-*")
-	if err != nil {
-		return err
+	removeStale(dir)
+	log := c.Log.WithFields(logrus.Fields{"url": e.URL, "dest": final})
+	if e.Extract == "" && e.SHA256 != "" && digestOf(final) == e.SHA256 {
+		// A restarted init container finds its earlier work in the emptyDir.
+		log.Info("already in place with the pinned sha256")
+		return 0, nil
 	}
-	defer os.Remove(tmp.Name())
-	defer tmp.Close()
 	start := time.Now()
-	if err := download(ctx, cfg, e.URL, tmp, maxBytes); err != nil {
-		return err
+	tmp, digest, size, err := c.download(ctx, e.URL, dir, log)
+	if err != nil {
+		return 0, err
 	}
-	size, _ := tmp.Seek(0, io.SeekCurrent)
-	if e.SHA256 != "" {
-		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
-		h := sha256.New()
-		if _, err := io.Copy(h, tmp); err != nil {
-			return err
-		}
-		if got := hex.EncodeToString(h.Sum(nil)); got != e.SHA256 {
-			return fmt.Errorf("sha256 mismatch: the annotation says %s, the download is %s; nothing was kept", e.SHA256, got)
-		}
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if e.Extract != "" {
-		if err := extract(tmp.Name(), final, e.Extract, maxBytes); err != nil {
-			return err
-		}
-	} else if err := os.Rename(tmp.Name(), final); err != nil {
-		return err
+	defer os.Remove(tmp)
+	if e.SHA256 != "" && digest != e.SHA256 {
+		return 0, fmt.Errorf("sha256 mismatch: the annotation pins %s but the %s downloaded hash to %s; nothing was kept", e.SHA256, formatBytes(size), digest)
 	}
 	secs := time.Since(start).Seconds()
-	cfg.Log.WithFields(logrus.Fields{"url": e.URL, "dest": final, "bytes": size, "seconds": secs,
-		"bytesPerSecond": int64(float64(size) / max(secs, 1e-3))}).Info("fetched")
-	return nil
-}
-
-// download streams url into f, resuming with Range after a dropped
-// connection when the server allows it, with retries and backoff.
-func download(ctx context.Context, cfg Config, url string, f *os.File, maxBytes int64) error {
-	var last error
-	delay := cfg.backoff
-	for attempt := 0; attempt <= cfg.Retries; attempt++ {
-		if attempt > 0 {
-			cfg.Log.WithFields(logrus.Fields{"url": url, "attempt": attempt + 1, "error": last.Error()}).Warn("retrying")
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			delay *= 2
-		}
-		have, _ := f.Seek(0, io.SeekEnd)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	fields := logrus.Fields{"bytes": size, "seconds": secs, "bytesPerSecond": rate(size, secs), "sha256": digest}
+	if e.Extract != "" {
+		files, unpacked, err := extract(tmp, final, e.Extract, c.Policy.MaxBytes())
 		if err != nil {
-			return err
+			return 0, err
 		}
-		if have > 0 {
-			req.Header.Set("Range", "bytes="+strconv.FormatInt(have, 10)+"-")
-		}
-		resp, err := cfg.Client.Do(req)
-		if err != nil {
-			last = err
-			continue
-		}
-		switch {
-		case resp.StatusCode == http.StatusPartialContent && have > 0:
-		case resp.StatusCode == http.StatusOK:
-			// A full answer: start over, whatever we had.
-			if err := f.Truncate(0); err != nil {
-				resp.Body.Close()
-				return err
-			}
-			if _, err := f.Seek(0, io.SeekStart); err != nil {
-				resp.Body.Close()
-				return err
-			}
-			have = 0
-		case resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests:
-			resp.Body.Close()
-			last = fmt.Errorf("HTTP %d", resp.StatusCode)
-			continue
-		default:
-			resp.Body.Close()
-			return fmt.Errorf("HTTP %d %s", resp.StatusCode, http.StatusText(resp.StatusCode))
-		}
-		n, err := io.Copy(f, io.LimitReader(resp.Body, maxBytes-have+1))
-		resp.Body.Close()
-		if have+n > maxBytes {
-			return fmt.Errorf("larger than the policy's fetch.maxSize (%d bytes)", maxBytes)
-		}
-		if err != nil {
-			last = err // dropped mid-way: resume on the next attempt
-			continue
-		}
-		if resp.ContentLength >= 0 && n != resp.ContentLength {
-			last = fmt.Errorf("connection closed after %d of %d bytes", n, resp.ContentLength)
-			continue
-		}
-		return nil
+		fields["files"], fields["unpackedBytes"] = files, unpacked
+		log.WithFields(fields).Info("fetched and unpacked")
+		return size, nil
 	}
-	return fmt.Errorf("gave up after %d attempts: %v", cfg.Retries+1, last)
+	if err := os.Chmod(tmp, 0o644); err != nil {
+		return 0, err
+	}
+	if err := os.Rename(tmp, final); err != nil {
+		return 0, fmt.Errorf("move into place: %w", err)
+	}
+	if e.SHA256 == "" {
+		fields["hint"] = "pin this file with its sha256"
+	}
+	log.WithFields(fields).Info("fetched")
+	return size, nil
 }
 
-// extract unpacks an archive into a temporary directory beside dest and
-// renames it into place: no entry may leave it, links may not point out of
-// it, and the unpacked total may not exceed maxBytes.
-func extract(archive, dest, kind string, maxBytes int64) error {
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".extract-*")
+// Temporary names, beside their destination so the rename stays on one
+// file system.
+const (
+	partPrefix    = ".sparklet-part-"
+	extractPrefix = ".sparklet-extract-"
+)
+
+// removeStale deletes what an earlier, killed run left in dir: the emptyDir
+// outlives a restarted init container.
+func removeStale(dir string) {
+	for _, prefix := range []string{partPrefix, extractPrefix} {
+		stale, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+		for _, s := range stale {
+			_ = os.RemoveAll(s)
+		}
+	}
+}
+
+func digestOf(file string) string {
+	f, err := os.Open(file)
 	if err != nil {
-		return err
+		return ""
 	}
-	defer os.RemoveAll(tmp)
-	var total int64
-	add := func(name string, mode os.FileMode, r io.Reader, link string, isDir bool) error {
-		target, err := inside(tmp, name)
-		if err != nil {
-			return err
-		}
-		switch {
-		case isDir:
-			return os.MkdirAll(target, 0o755)
-		case link != "":
-			rel, err := filepath.Rel(tmp, filepath.Join(filepath.Dir(target), link))
-			if filepath.IsAbs(link) || err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-				return fmt.Errorf("archive entry %q links to %q, outside the destination", name, link)
-			}
-			if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-				return err
-			}
-			return os.Symlink(link, target)
-		}
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		out, err := os.OpenFile(target, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, mode.Perm()|0o600)
-		if err != nil {
-			return err
-		}
-		n, err := io.Copy(out, io.LimitReader(r, maxBytes-total+1))
-		out.Close()
-		total += n
-		if total > maxBytes {
-			return fmt.Errorf("unpacks to more than the policy's fetch.maxSize (%d bytes)", maxBytes)
-		}
-		return err
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return ""
 	}
-	switch kind {
-	case "tar.gz":
-		f, err := os.Open(archive)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		gz, err := gzip.NewReader(f)
-		if err != nil {
-			return fmt.Errorf("not a gzip file: %w", err)
-		}
-		tr := tar.NewReader(gz)
-		for {
-			h, err := tr.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("read tar: %w", err)
-			}
-			switch h.Typeflag {
-			case tar.TypeDir:
-				err = add(h.Name, 0, nil, "", true)
-			case tar.TypeReg:
-				err = add(h.Name, os.FileMode(h.Mode), tr, "", false)
-			case tar.TypeSymlink:
-				err = add(h.Name, 0, nil, h.Linkname, false)
-			default:
-				err = fmt.Errorf("archive entry %q has a type sparklet does not unpack (hard links, devices)", h.Name)
-			}
-			if err != nil {
-				return err
-			}
-		}
-	case "zip":
-		zr, err := zip.OpenReader(archive)
-		if err != nil {
-			return fmt.Errorf("not a zip file: %w", err)
-		}
-		defer zr.Close()
-		for _, zf := range zr.File {
-			if zf.Mode()&os.ModeSymlink != 0 {
-				return fmt.Errorf("archive entry %q is a symlink, which sparklet does not unpack from zip files", zf.Name)
-			}
-			rc, err := zf.Open()
-			if err != nil {
-				return err
-			}
-			err = add(zf.Name, zf.Mode(), rc, "", zf.FileInfo().IsDir())
-			rc.Close()
-			if err != nil {
-				return err
-			}
-		}
-	}
-	if err := os.RemoveAll(dest); err != nil {
-		return err
-	}
-	return os.Rename(tmp, dest)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
-// inside joins name to root and refuses paths that leave root.
-func inside(root, name string) (string, error) {
-	if filepath.IsAbs(name) || strings.HasPrefix(filepath.Clean(filepath.FromSlash(name)), "..") {
-		return "", fmt.Errorf("archive entry %q points outside the destination", name)
-	}
-	return filepath.Join(root, filepath.Clean(filepath.FromSlash(name))), nil
+func rate(n int64, secs float64) int64 {
+	return int64(float64(n) / max(secs, 1e-3))
 }
 
-// ParsePolicies decodes the --policies flag.
-func ParsePolicies(s string) ([]Policy, error) {
-	var p []Policy
-	if s == "" {
-		return nil, nil
+// TerminationMessageLimit is what the kubelet keeps of a termination message.
+const TerminationMessageLimit = 4096
+
+// OneLine renders err as the single line a failed init container reports.
+func OneLine(err error) string {
+	msg := strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", "; ")), " ")
+	if len(msg) > TerminationMessageLimit {
+		msg = msg[:TerminationMessageLimit-3] + "..."
 	}
-	if err := json.Unmarshal([]byte(s), &p); err != nil {
-		return nil, fmt.Errorf("--policies: %w", err)
-	}
-	return p, nil
+	return msg
+}
+
+// WriteTerminationMessage writes err's line to path (normally
+// /dev/termination-log), where `kubectl describe pod` finds it.
+func WriteTerminationMessage(path string, err error) error {
+	return os.WriteFile(path, []byte(OneLine(err)+"\n"), 0o644)
 }

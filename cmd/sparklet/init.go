@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/sparklet/sparklet/fetch"
@@ -17,32 +18,42 @@ import (
 func runInit(args []string) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	cfg := fetch.Config{}
-	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "/etc/sparklet/podinfo/fetch", "the pod's "+fetch.Annotation+" annotation, from the downward API")
-	fs.StringVar(&cfg.Dest, "dest", fetch.MountPath, "where the files land")
-	policies := fs.String("policies", "", "the fetch policies in force, JSON (set by the webhook)")
-	fs.IntVar(&cfg.Retries, "retries", 4, "retries per file, with exponential backoff from 1s")
-	termLog := fs.String("termination-log", "/dev/termination-log", "where the failure line goes for kubectl describe")
+	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "", "the file the downward API projects the pod's "+fetch.Annotation+" annotation into (required)")
+	fs.StringVar(&cfg.Dest, "dest", fetch.MountPath, "the directory the files land in")
+	fs.StringVar(&cfg.Policy.MaxSize, "max-size", fetch.DefaultMaxSize, "largest download, and largest unpacked archive (a quantity)")
+	fs.StringVar(&cfg.Policy.Timeout, "timeout", fetch.DefaultTimeout.String(), "time limit for all files together")
+	requireSHA := fs.Bool("require-sha256", false, "refuse entries without a sha256")
+	fs.Func("allowed-url-prefix", "an allowed URL prefix; repeat the flag for more (none: any http or https URL)", func(s string) error {
+		cfg.Policy.AllowedURLPrefixes = append(cfg.Policy.AllowedURLPrefixes, s)
+		return nil
+	})
+	fs.IntVar(&cfg.Retries, "retries", fetch.DefaultRetries, "failed attempts in a row allowed per file after the first")
+	fs.DurationVar(&cfg.Backoff, "backoff", fetch.DefaultBackoff, "first retry delay; it doubles each time")
+	fs.DurationVar(&cfg.MaxBackoff, "max-backoff", fetch.DefaultMaxBackoff, "longest retry delay")
+	fs.DurationVar(&cfg.ProgressEvery, "progress-every", fetch.DefaultProgressEvery, "how often a running download logs its progress")
+	termLog := fs.String("termination-log", "/dev/termination-log", "where the failure line goes for kubectl describe; skipped if unwritable")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if fs.NArg() > 0 {
+		return errors.New("unexpected arguments: " + strings.Join(fs.Args(), " "))
+	}
+	cfg.Policy.RequireSHA256 = requireSHA
 	log, err := newLogger(*logLevel, "init")
 	if err != nil {
 		return err
 	}
-	if cfg.Policies, err = fetch.ParsePolicies(*policies); err != nil {
-		return err
-	}
-	if cfg.Dest == "" {
-		return errors.New("--dest is required")
-	}
 	cfg.Log = log
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := fetch.Run(ctx, cfg); err != nil {
-		_ = os.WriteFile(*termLog, []byte(err.Error()+"\n"), 0o644)
-		return err
+	err = cfg.Validate()
+	if err == nil {
+		err = fetch.Run(ctx, cfg)
 	}
-	log.Info("all dependencies fetched")
+	if err != nil {
+		_ = fetch.WriteTerminationMessage(*termLog, err)
+		return errors.New(fetch.OneLine(err))
+	}
 	return nil
 }
