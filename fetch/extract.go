@@ -201,15 +201,20 @@ func entryName(name string) (string, error) {
 }
 
 func (u *unpacker) dir(name string) error {
-	if err := u.root.MkdirAll(name, 0o755); err != nil {
-		return fmt.Errorf("archive entry %q: %w", name, err)
+	return u.mkdirs(name, name)
+}
+
+// mkdirs creates dir for the entry named entry.
+func (u *unpacker) mkdirs(entry, dir string) error {
+	if err := u.root.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("archive entry %q: create directory %q: %w", entry, dir, err)
 	}
 	return nil
 }
 
 func (u *unpacker) parent(name string) error {
 	if dir := path.Dir(name); dir != "." {
-		return u.dir(dir)
+		return u.mkdirs(name, dir)
 	}
 	return nil
 }
