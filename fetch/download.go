@@ -140,9 +140,11 @@ func (c Config) attempt(ctx context.Context, t *transfer) error {
 		}
 		return errors.New("the server refused to resume (HTTP 416); starting over")
 	case code == http.StatusRequestTimeout || code == http.StatusTooManyRequests || code >= 500:
-		return fmt.Errorf("HTTP %s", resp.Status)
+		return errors.New(status(code))
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return errPermanent{errors.New(status(code) + "; sparklet init sends no credentials, so the file must be readable without them")}
 	default:
-		return errPermanent{fmt.Errorf("HTTP %s", resp.Status)}
+		return errPermanent{errors.New(status(code))}
 	}
 	if t.total > t.max {
 		return errPermanent{fmt.Errorf("the file is %s, more than the %s allowed (fetch.maxSize in the platform policy)", formatBytes(t.total), formatBytes(t.max))}
@@ -207,6 +209,11 @@ func (t *transfer) restart() error {
 	t.h.Reset()
 	t.have, t.total, t.validator = 0, -1, ""
 	return nil
+}
+
+// status is "HTTP 404 Not Found": the standard text, whatever the server's.
+func status(code int) string {
+	return strings.TrimSpace(fmt.Sprintf("HTTP %d %s", code, http.StatusText(code)))
 }
 
 // validator picks what If-Range may carry: a strong ETag, else Last-Modified.

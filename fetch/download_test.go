@@ -335,7 +335,7 @@ func TestFailures(t *testing.T) {
 		{"404", func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) },
 			Policy{}, 1, "HTTP 404 Not Found"},
 		{"403 is not retried", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) },
-			Policy{}, 1, "HTTP 403 Forbidden"},
+			Policy{}, 1, "HTTP 403 Forbidden; sparklet init sends no credentials, so the file must be readable without them"},
 		{"500 until the retries run out", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
 			Policy{}, 4, "gave up after 4 failed attempts in a row: HTTP 500 Internal Server Error"},
 		{"Content-Length over maxSize", func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) },
@@ -418,5 +418,35 @@ func TestTerminationMessage(t *testing.T) {
 	}
 	if err := WriteTerminationMessage(filepath.Join(path, "not-a-dir", "x"), fmt.Errorf("e")); err == nil {
 		t.Error("writing below a file succeeded")
+	}
+}
+
+func TestConfigValidate(t *testing.T) {
+	good := Config{AnnotationFile: "/etc/sparklet/podinfo/fetch", Dest: MountPath, Retries: 4}
+	for _, tc := range []struct {
+		name string
+		edit func(*Config)
+		want string
+	}{
+		{"good", func(*Config) {}, ""},
+		{"no annotation file", func(c *Config) { c.AnnotationFile = "" }, "--annotation-file is required"},
+		{"relative dest", func(c *Config) { c.Dest = "deps" }, `--dest "deps" must be an absolute directory, normally /opt/sparklet/deps`},
+		{"negative retries", func(c *Config) { c.Retries = -1 }, "--retries -1 must be 0 or more"},
+		{"bad size flag", func(c *Config) { c.Policy.MaxSize = "2GG" }, `--max-size "2GG" is not a quantity; write for example 500Mi or 2Gi`},
+		{"bad timeout flag", func(c *Config) { c.Policy.Timeout = "10" }, `--timeout "10" is not a duration`},
+		{"bad prefix flag", func(c *Config) { c.Policy.AllowedURLPrefixes = []string{"repo/"} }, `--allowed-url-prefix[0]: "repo/" must start with http:// or https://`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			wantError(t, err, tc.want)
+		})
 	}
 }

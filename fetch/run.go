@@ -62,7 +62,9 @@ func (c Config) Validate() error {
 		errs = append(errs, "--backoff, --max-backoff and --progress-every must not be negative")
 	}
 	if err := c.Policy.Validate(); err != nil {
-		errs = append(errs, err.Error())
+		// The policy reached this process as flags: name the flags.
+		errs = append(errs, strings.NewReplacer("fetch.maxSize:", "--max-size", "fetch.timeout:", "--timeout",
+			"fetch.allowedURLPrefixes", "--allowed-url-prefix").Replace(err.Error()))
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
