@@ -32,6 +32,16 @@ type transfer struct {
 	log       *logrus.Entry
 }
 
+// stopped is a download the context ended.
+type stopped struct {
+	have int64
+	err  error
+}
+
+func (s stopped) Error() string {
+	return fmt.Sprintf("stopped with %s received: %v", formatBytes(s.have), s.err)
+}
+
 // errPermanent marks failures that another attempt cannot fix.
 type errPermanent struct{ error }
 
@@ -62,7 +72,7 @@ func (c Config) download(ctx context.Context, url, dir string, log *logrus.Entry
 			break
 		}
 		if ctx.Err() != nil {
-			return "", "", 0, fmt.Errorf("%s of it had arrived: %w", formatBytes(t.have), err)
+			return "", "", 0, stopped{have: t.have, err: err}
 		}
 		if errors.As(err, new(errPermanent)) {
 			return "", "", 0, err
@@ -81,7 +91,7 @@ func (c Config) download(ctx context.Context, url, dir string, log *logrus.Entry
 		case <-timer.C:
 		case <-ctx.Done():
 			timer.Stop()
-			return "", "", 0, fmt.Errorf("%s of it had arrived: %w (while retrying after: %v)", formatBytes(t.have), ctx.Err(), err)
+			return "", "", 0, stopped{have: t.have, err: fmt.Errorf("waiting to retry after: %w", err)}
 		}
 		delay = min(2*delay, c.MaxBackoff)
 	}

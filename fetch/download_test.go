@@ -370,7 +370,7 @@ func TestTimeLimit(t *testing.T) {
 	})
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
 	r := newRun(t, srv.URL+"/slow.jar", Policy{Timeout: "300ms"})
-	wantError(t, r.run(t), srv.URL+"/slow.jar: not finished within the time limit of 300ms (fetch.timeout in the platform policy): 4.0 KiB of it had arrived")
+	wantError(t, r.run(t), srv.URL+"/slow.jar: not finished within the time limit of 300ms (fetch.timeout in the platform policy); 4.0 KiB of it had arrived")
 	if got := r.contents(t); len(got) != 0 {
 		t.Errorf("dest holds %v, want nothing", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"archive/tar"
 	"archive/zip"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -22,6 +23,7 @@ const MaxArchiveEntries = 100000
 // (os.Root refuses to follow any path or link out of it) and counts the
 // bytes against the size limit.
 type unpacker struct {
+	ctx     context.Context
 	root    *os.Root
 	max     int64
 	written int64
@@ -31,7 +33,7 @@ type unpacker struct {
 // extract unpacks archive into a temporary directory beside dest, checks
 // that every symlink resolves inside it, and renames it to dest. On error
 // nothing is left behind.
-func extract(archive, dest, kind string, maxBytes int64) (files int, written int64, err error) {
+func extract(ctx context.Context, archive, dest, kind string, maxBytes int64) (files int, written int64, err error) {
 	tmp, err := os.MkdirTemp(filepath.Dir(dest), extractPrefix+"*")
 	if err != nil {
 		return 0, 0, err
@@ -42,7 +44,7 @@ func extract(archive, dest, kind string, maxBytes int64) (files int, written int
 		return 0, 0, err
 	}
 	defer root.Close()
-	u := &unpacker{root: root, max: maxBytes}
+	u := &unpacker{ctx: ctx, root: root, max: maxBytes}
 	switch kind {
 	case TarGz:
 		err = u.tarGz(archive)
@@ -91,6 +93,9 @@ func (u *unpacker) tarGz(archive string) error {
 		if n > MaxArchiveEntries {
 			return fmt.Errorf("the archive has more than %d entries", MaxArchiveEntries)
 		}
+		if err := u.ctx.Err(); err != nil {
+			return err
+		}
 		name, err := entryName(h.Name)
 		if err != nil || name == "" {
 			if err != nil {
@@ -134,6 +139,9 @@ func (u *unpacker) zip(archive string) error {
 		return fmt.Errorf("the archive declares %s unpacked, more than the %s allowed (fetch.maxSize in the platform policy)", formatBytes(int64(min(declared, 1<<62))), formatBytes(u.max))
 	}
 	for _, zf := range zr.File {
+		if err := u.ctx.Err(); err != nil {
+			return err
+		}
 		name, err := entryName(zf.Name)
 		if err != nil {
 			return err

@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"compress/flate"
 	"compress/gzip"
+	"context"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"io/fs"
@@ -117,7 +119,7 @@ func unpack(t *testing.T, kind string, data []byte, maxBytes int64) (out, base s
 		t.Fatal(err)
 	}
 	out = filepath.Join(base, "deps", "out")
-	files, _, err = extract(archive, out, kind, maxBytes)
+	files, _, err = extract(context.Background(), archive, out, kind, maxBytes)
 	return out, base, files, err
 }
 
@@ -297,5 +299,21 @@ func TestFetchAndUnpack(t *testing.T) {
 	wantError(t, r.run(t), srv.URL+"/bomb.zip: the archive declares 4.0 MiB unpacked, more than the 1.0 MiB allowed (fetch.maxSize in the platform policy)")
 	if got := r.contents(t); len(got) != 0 {
 		t.Errorf("dest holds %q after a refused archive, want nothing", got)
+	}
+}
+
+func TestExtractStopsWhenTheContextEnds(t *testing.T) {
+	base := t.TempDir()
+	archive := filepath.Join(base, "a.tar.gz")
+	if err := os.WriteFile(archive, tarGz(t, file("a", "1"), file("b", "2")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, _, err := extract(ctx, archive, filepath.Join(base, "out"), TarGz, 100); !errors.Is(err, context.Canceled) {
+		t.Errorf("got %v, want context.Canceled", err)
+	}
+	if got := tree(t, base); !slices.Equal(got, []string{"a.tar.gz"}) {
+		t.Errorf("left behind: %q", got)
 	}
 }

@@ -125,10 +125,13 @@ func Run(ctx context.Context, cfg Config) error {
 	for _, e := range entries {
 		n, err := cfg.fetchOne(ctx, e)
 		if err != nil {
-			if errors.Is(context.Cause(ctx), errTimeLimit) {
-				return fmt.Errorf("%s: not finished within the time limit of %s (fetch.timeout in the platform policy): %v", e.URL, limit, err)
-			}
-			if ctx.Err() != nil {
+			var st stopped
+			switch {
+			case errors.Is(context.Cause(ctx), errTimeLimit) && errors.As(err, &st):
+				return fmt.Errorf("%s: not finished within the time limit of %s (fetch.timeout in the platform policy); %s of it had arrived", e.URL, limit, formatBytes(st.have))
+			case errors.Is(context.Cause(ctx), errTimeLimit):
+				return fmt.Errorf("%s: not finished within the time limit of %s (fetch.timeout in the platform policy)", e.URL, limit)
+			case ctx.Err() != nil:
 				return fmt.Errorf("%s: interrupted: %v", e.URL, err)
 			}
 			return fmt.Errorf("%s: %w", e.URL, err)
@@ -165,7 +168,7 @@ func (c Config) fetchOne(ctx context.Context, e Entry) (int64, error) {
 	secs := time.Since(start).Seconds()
 	fields := logrus.Fields{"bytes": size, "seconds": secs, "bytesPerSecond": rate(size, secs), "sha256": digest}
 	if e.Extract != "" {
-		files, unpacked, err := extract(tmp, final, e.Extract, c.Policy.MaxBytes())
+		files, unpacked, err := extract(ctx, tmp, final, e.Extract, c.Policy.MaxBytes())
 		if err != nil {
 			return 0, err
 		}
