@@ -685,6 +685,20 @@ func (d *Driver) Running() int {
 	return d.running
 }
 
+// RunningIDs lists the executor ids Running in the snapshot, ascending.
+func (d *Driver) RunningIDs() []int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var out []int
+	for id, e := range d.snap {
+		if stateOf(e.pod, e.deleted) == stateRunning {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // WaitRunning waits until n executors run or ctx ends.
 func (d *Driver) WaitRunning(ctx context.Context, n int) error {
 	for {
