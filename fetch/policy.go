@@ -120,6 +120,63 @@ func (p Policy) TimeLimit() time.Duration {
 	return DefaultTimeout
 }
 
+// Intersect returns the one policy that allows exactly what every given
+// policy allows: a sha256 is required if any requires it, the smallest size
+// and time limits win, and a URL must match a prefix of every non-empty
+// prefix list. It fails when two prefix lists share nothing, since no URL
+// could then pass.
+func Intersect(ps ...Policy) (Policy, error) {
+	var out Policy
+	for _, p := range ps {
+		if p.RequireSHA256 != nil && *p.RequireSHA256 {
+			t := true
+			out.RequireSHA256 = &t
+		}
+		if p.MaxSize != "" && (out.MaxSize == "" || p.MaxBytes() < out.MaxBytes()) {
+			out.MaxSize = p.MaxSize
+		}
+		if p.Timeout != "" && (out.Timeout == "" || p.TimeLimit() < out.TimeLimit()) {
+			out.Timeout = p.Timeout
+		}
+		switch {
+		case len(p.AllowedURLPrefixes) == 0:
+		case len(out.AllowedURLPrefixes) == 0:
+			out.AllowedURLPrefixes = append([]string(nil), p.AllowedURLPrefixes...)
+		default:
+			both := commonPrefixes(out.AllowedURLPrefixes, p.AllowedURLPrefixes)
+			if len(both) == 0 {
+				return Policy{}, fmt.Errorf("fetch.allowedURLPrefixes: the cluster and namespace lists (%s; %s) allow no URL in common",
+					strings.Join(out.AllowedURLPrefixes, ", "), strings.Join(p.AllowedURLPrefixes, ", "))
+			}
+			out.AllowedURLPrefixes = both
+		}
+	}
+	return out, nil
+}
+
+// commonPrefixes lists the prefixes a URL must start with to start with
+// one of a and one of b: of two related prefixes, the longer.
+func commonPrefixes(a, b []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range a {
+		for _, y := range b {
+			p := ""
+			switch {
+			case strings.HasPrefix(y, x):
+				p = y
+			case strings.HasPrefix(x, y):
+				p = x
+			}
+			if p != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
 // InitArgs returns the `sparklet init` arguments (after the subcommand)
 // under this policy. The init container checks the entries against the
 // policy again: the annotation file it reads follows the live annotation,

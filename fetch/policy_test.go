@@ -122,3 +122,47 @@ func TestInitArgs(t *testing.T) {
 		})
 	}
 }
+
+func TestIntersect(t *testing.T) {
+	yes := true
+	cluster := Policy{AllowedURLPrefixes: []string{"https://repo.example.com/", "https://mirror.example.com/"}, MaxSize: "1Gi", Timeout: "5m"}
+	cases := []struct {
+		name    string
+		ns      Policy
+		want    Policy
+		wantErr string
+	}{
+		{"namespace silent", Policy{}, cluster, ""},
+		{"namespace narrower and stricter",
+			Policy{AllowedURLPrefixes: []string{"https://repo.example.com/team-a/"}, MaxSize: "100Mi", Timeout: "10m", RequireSHA256: &yes},
+			Policy{AllowedURLPrefixes: []string{"https://repo.example.com/team-a/"}, MaxSize: "100Mi", Timeout: "5m", RequireSHA256: &yes}, ""},
+		{"namespace wider keeps the cluster's",
+			Policy{AllowedURLPrefixes: []string{"https://"}, MaxSize: "4Gi", Timeout: "90s"},
+			Policy{AllowedURLPrefixes: []string{"https://repo.example.com/", "https://mirror.example.com/"}, MaxSize: "1Gi", Timeout: "90s"}, ""},
+		{"nothing in common", Policy{AllowedURLPrefixes: []string{"https://other.example.com/"}}, Policy{}, "allow no URL in common"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := Intersect(cluster, c.ns)
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, c.want) {
+				t.Fatalf("got %+v, want %+v", got, c.want)
+			}
+			// Whatever the intersection allows, both policies allow.
+			for _, u := range []string{"https://repo.example.com/team-a/x.jar", "https://mirror.example.com/y.jar", "https://repo.example.com/z.jar"} {
+				e := []Entry{{URL: u, SHA256: strings.Repeat("a", 64)}}
+				if got.Check(e) == nil && (cluster.Check(e) != nil || c.ns.Check(e) != nil) {
+					t.Errorf("%s passes the intersection but not both policies", u)
+				}
+			}
+		})
+	}
+}

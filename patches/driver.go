@@ -624,10 +624,11 @@ func (d *driver) addInitContainer() error {
 	if d.fetch == nil {
 		return nil
 	}
-	args, err := fetch.InitArgs(d.pol.Fetch, PodInfoDir+"/"+FetchFile)
+	pol, err := fetch.Intersect(d.pol.Fetch...)
 	if err != nil {
 		return err
 	}
+	args := fetch.InitArgs(pol, PodInfoDir+"/"+FetchFile)
 	init := corev1.Container{
 		Name:            InitName,
 		Image:           d.pol.Sidecar.Image,
