@@ -262,7 +262,7 @@ func TestFetchAnnotationGetsTheInitContainer(t *testing.T) {
 	bad := examplePod(t, "spark-pi-pod.yaml")
 	bad.Name = "bad-fetch"
 	bad.Annotations["sparklet.io/fetch"] = "ftp://repo.example.com/x.jar"
-	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "must be an http or https URL") {
+	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, bad, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), "the scheme must be http or https") {
 		t.Errorf("a bad fetch annotation was not refused: %v", err)
 	}
 }
