@@ -28,6 +28,8 @@ type Config struct {
 	Kubeconfig     string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration
+	// Profiling serves /debug/pprof/ next to /metrics (--profiling).
+	Profiling bool
 }
 
 // Validate names the setting at fault.

@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sparklet/sparklet/internal/profiling"
 	"github.com/sparklet/sparklet/patches"
 )
 
@@ -185,6 +186,9 @@ func (s *Sidecar) checkEnded(obj any, ended chan struct{}, once *sync.Once) {
 func (s *Sidecar) metricsHandler(m *metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{}))
+	if s.cfg.Profiling {
+		profiling.Register(mux)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		select {

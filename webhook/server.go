@@ -11,6 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/internal/profiling"
 )
 
 // Config is the webhook's whole configuration; the flags of
@@ -23,6 +25,8 @@ type Config struct {
 	ReloadInterval time.Duration
 	// Certs, when set, replaces the certificate files (self-managed mode).
 	Certs CertSource
+	// Profiling serves /debug/pprof/ on the HTTPS port (--profiling).
+	Profiling bool
 }
 
 // Validate names the flag at fault.
@@ -71,6 +75,9 @@ func (s *Server) Handler() http.Handler {
 		}
 	})
 	mux.Handle("/metrics", promhttp.HandlerFor(s.metrics.registry, promhttp.HandlerOpts{}))
+	if s.cfg.Profiling {
+		profiling.Register(mux)
+	}
 	return mux
 }
 

@@ -13,6 +13,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"testing"
@@ -168,5 +169,16 @@ func TestConfigValidateNamesFlags(t *testing.T) {
 	err := (&Config{Listen: ":8443", ReloadInterval: time.Second}).Validate()
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--tls-cert-file")) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestProfilingIsOptIn(t *testing.T) {
+	for _, on := range []bool{false, true} {
+		h := NewServer(Config{Profiling: on}, logrus.NewEntry(logrus.New())).Handler()
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", "/debug/pprof/", nil))
+		if want := map[bool]int{false: http.StatusNotFound, true: http.StatusOK}[on]; rec.Code != want {
+			t.Errorf("--profiling=%v: GET /debug/pprof/ = %d, want %d", on, rec.Code, want)
+		}
 	}
 }

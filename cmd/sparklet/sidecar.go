@@ -30,6 +30,7 @@ func runSidecar(args []string) error {
 	fs.StringVar(&cfg.SparkContainer, "spark-container", env("SPARKLET_SPARK_CONTAINER", ""), "the Spark container to watch (env SPARKLET_SPARK_CONTAINER)")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a pod (default: the pod's service account)")
 	fs.DurationVar(&cfg.CleanupTimeout, "cleanup-timeout", 5*time.Second, "how long the deletes after the driver ends may take")
+	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -25,6 +25,7 @@ func runWebhook(args []string) error {
 	fs.StringVar(&cfg.TLSKeyFile, "tls-key-file", "", "serving key (PEM), reloaded when it changes")
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "policy YAML, reloaded when it changes (default: the built-in policy)")
 	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", 10*time.Second, "how often to check the certificate and policy files")
+	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the HTTPS port")
 	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
 	var certs certFlags
 	certs.register(fs)

@@ -28,9 +28,11 @@ type Sidecar struct {
 	Listen  string // the JVM's API
 	Metrics string // /metrics, /readyz
 	Dir     string // token, certificate, kubeconfig, log
-	env     *Env
-	cmd     *exec.Cmd
-	exited  chan error
+	// ExtraArgs are added to the container's args, such as --profiling.
+	ExtraArgs []string
+	env       *Env
+	cmd       *exec.Cmd
+	exited    chan error
 }
 
 // NewSidecar prepares a sidecar for an injected pod; Start runs it.
@@ -85,7 +87,7 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	if sc == nil {
 		return fmt.Errorf("pod %s has no %s container", s.Pod.Name, patches.SidecarName)
 	}
-	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), append(append([]string{}, sc.Args...), "--kubeconfig", kubeconfig)...)
+	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), append(append(append([]string{}, sc.Args...), s.ExtraArgs...), "--kubeconfig", kubeconfig)...)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for _, v := range sc.Env {
 		val := v.Value

@@ -42,6 +42,8 @@ type Options struct {
 	BinDir     string // sparklet and the control-plane binaries
 	Dir        string // state, certificates and logs
 	PolicyFile string // passed to the webhook with --policy
+	// WebhookArgs are extra `sparklet webhook` flags.
+	WebhookArgs []string
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags []string
 	// Detach leaves the cluster and the webhook running after the caller
@@ -208,6 +210,7 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 	if e.opts.PolicyFile != "" {
 		args = append(args, "--policy", e.opts.PolicyFile)
 	}
+	args = append(args, e.opts.WebhookArgs...)
 	cmd, exited, err := localcluster.Spawn(filepath.Join(e.opts.BinDir, "sparklet"), args, e.LogFile(), e.opts.Detach)
 	if err != nil {
 		return err
