@@ -2,9 +2,9 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -14,6 +14,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,7 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sparklet/sparklet/internal/sparkemu"
+	"github.com/sparklet/sparklet/internal/emulator"
 	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
 )
@@ -36,43 +37,15 @@ type result struct {
 	series             []point
 	rssKiB, cpuSeconds float64
 	note               string
+	probe              probe
+	prof               profiles
 }
+
+// profileSeconds is the profiling window; it starts with the allocation
+// and ends before the last executor is created.
+const profileSeconds = 10
 
 type point struct{ s, running float64 }
-
-// podRequests reads apiserver_request_total for pods, summed by verb.
-func podRequests(ctx context.Context, c kubernetes.Interface) map[string]float64 {
-	out := map[string]float64{}
-	raw, err := c.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") || !strings.Contains(line, `resource="pods"`) ||
-			(strings.Contains(line, `subresource="`) && !strings.Contains(line, `subresource=""`)) {
-			continue
-		}
-		i := strings.Index(line, `verb="`)
-		if i < 0 {
-			continue
-		}
-		verb := line[i+6:]
-		verb = verb[:strings.Index(verb, `"`)]
-		v, _ := strconv.ParseFloat(line[strings.LastIndex(line, " ")+1:], 64)
-		out[verb] += v
-	}
-	return out
-}
-
-func diff(after, before map[string]float64) map[string]float64 {
-	out := map[string]float64{}
-	for k, v := range after {
-		if d := v - before[k]; d > 0 {
-			out[k] = d
-		}
-	}
-	return out
-}
 
 func verbs(m map[string]float64) string {
 	keys := make([]string, 0, len(m))
@@ -90,14 +63,21 @@ func verbs(m map[string]float64) string {
 	return strings.Join(parts, ", ")
 }
 
-// watchRunning counts Running executors in ns from an informer and samples
-// the count; done is closed when n run.
-func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int, start time.Time) (series *[]point, done chan struct{}) {
+// running follows the Running executors of a namespace.
+type running struct {
+	reached chan struct{} // closed when n run
+	done    chan struct{} // closed after the last sample; then read the rest
+	at      time.Duration // since start, when n ran
+	series  []point
+}
+
+// watchRunning counts Running executors in ns from an informer, samples
+// the count every 250 ms and notes the moment n run.
+func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int, start time.Time) *running {
 	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "spark-role=executor" }))
 	inf := f.Core().V1().Pods().Informer()
-	s := &[]point{}
-	done = make(chan struct{})
+	r := &running{reached: make(chan struct{}), done: make(chan struct{})}
 	var once sync.Once
 	count := func() int {
 		k := 0
@@ -108,6 +88,15 @@ func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int,
 		}
 		return k
 	}
+	check := func() {
+		if count() >= n {
+			once.Do(func() { r.at = time.Since(start); close(r.reached) })
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { check() },
+		UpdateFunc: func(any, any) { check() },
+	})
 	f.Start(ctx.Done())
 	cache.WaitForCacheSync(ctx.Done(), inf.HasSynced)
 	go func() {
@@ -117,16 +106,16 @@ func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int,
 			select {
 			case <-ctx.Done():
 				return
+			case <-r.reached:
+				r.series = append(r.series, point{r.at.Seconds(), float64(n)})
+				close(r.done)
+				return
 			case <-t.C:
 			}
-			k := count()
-			*s = append(*s, point{time.Since(start).Seconds(), float64(k)})
-			if k >= n {
-				once.Do(func() { close(done) })
-			}
+			r.series = append(r.series, point{time.Since(start).Seconds(), float64(count())})
 		}
 	}()
-	return s, done
+	return r
 }
 
 func executorPod(app string, i int) *corev1.Pod {
@@ -164,10 +153,28 @@ func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]
 	r.line("")
 	r.line("- (c) creates at **%.2f×** the rate of (a) (target ≥ 0.8×).", a.created.Seconds()/c.created.Seconds())
 	r.line("- (c) reaches all-Running **%.1f×** faster than (b) (target ≥ 5×).", b.running.Seconds()/c.running.Seconds())
+	r.line("- (c) reaches all-Running in %.2f× the time of (a), the raw limit: once the creates are done, Running is paced by kwok's pod stages on this cluster (%.0f pods/s for (a)).",
+		c.running.Seconds()/a.running.Seconds(), float64(o.executors)/a.running.Seconds())
 	r.line("- LIST requests on pods per idle minute: (b) %.1f, (c) %.1f (targets 2 and 0), over %.1f idle minute(s).",
 		perMinute(b.idleReqs, b.idleMinutes)["LIST"], perMinute(c.idleReqs, c.idleMinutes)["LIST"], c.idleMinutes)
 	r.line("- Sidecar (c): peak RSS %.0f MiB, %.1f CPU seconds over the run. %s", c.rssKiB/1024, c.cpuSeconds, c.note)
 	r.line("")
+	p := c.probe
+	r.line("### Where (c)'s create time goes")
+	r.line("")
+	r.line("Spark's allocator creates a round's executors one after another (`ExecutorPodsAllocator.requestNewExecutors`), so (c)'s create rate is one create's round trip times the count, plus the waits between rounds. Before (c)'s run, %d executor pods were created one at a time through the sidecar with the JVM's token, then %d straight to the API server:", p.n, p.n)
+	r.line("")
+	r.line("| one create | p50 | p99 |")
+	r.line("|---|---|---|")
+	r.line("| through the sidecar | %s | %s |", p.viaSidecar, p.viaSidecar99)
+	r.line("| straight to the API server | %s | %s |", p.direct, p.direct99)
+	r.line("| **ratio** | **%.2f×** | **%.2f×** |", p.viaSidecar.Seconds()/p.direct.Seconds(), p.viaSidecar99.Seconds()/p.direct99.Seconds())
+	r.line("")
+	inPosts := time.Duration(o.executors) * p.viaSidecar
+	r.line("%d creates at the sidecar's median take %s of (c)'s %s to all-created; the rest is the allocator's waits between rounds. (a) overlaps 32 creates at a time, which one JVM thread cannot.",
+		o.executors, inPosts.Round(100*time.Millisecond), c.created.Round(100*time.Millisecond))
+	r.line("")
+	r.profiles(fmt.Sprintf("The sidecar during (c)'s first %d s", profileSeconds), c.prof)
 	return results, nil
 }
 
@@ -215,7 +222,7 @@ func raw(ctx context.Context, env *testenv.Env, o options) (result, error) {
 	}
 	before := podRequests(ctx, env.Client)
 	start := time.Now()
-	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
+	run := watchRunning(ctx, env.Client, ns, o.executors, start)
 	jobs := make(chan int)
 	var wg sync.WaitGroup
 	var firstErr error
@@ -242,24 +249,48 @@ func raw(ctx context.Context, env *testenv.Env, o options) (result, error) {
 		return res, firstErr
 	}
 	res.created = time.Since(start)
-	<-done
-	res.running = time.Since(start)
-	res.series = *series
+	<-run.done
+	res.running = run.at
+	res.series = run.series
 	finish(ctx, env, o, ns, &res, before)
 	cleanup(ctx, env, ns)
 	return res, nil
 }
 
-// adminTLS is the admin kubeconfig's TLS settings, for the emulator.
-func adminTLS(env *testenv.Env) (*tls.Config, error) {
-	rc := env.Cluster.RESTConfig()
-	cert, err := tls.X509KeyPair(rc.CertData, rc.KeyData)
+// quietLog keeps the emulators' logs to warnings and errors.
+func quietLog() *logrus.Entry {
+	l := logrus.New()
+	l.SetLevel(logrus.WarnLevel)
+	l.SetFormatter(&logrus.JSONFormatter{})
+	return logrus.NewEntry(l)
+}
+
+// directEmulator is a Spark 4.0 driver with Spark's defaults talking to
+// the API server with the admin credentials.
+func directEmulator(env *testenv.Env, ns, app, driver string) (*emulator.Driver, error) {
+	cfg := emulator.NewConfig(emulator.Spark40)
+	cfg.Namespace, cfg.AppID, cfg.DriverPodName, cfg.ExecutorImage, cfg.Log = ns, app, driver, "apache/spark:4.0.0", quietLog()
+	cfg, err := emulator.FromREST(env.Cluster.RESTConfig(), cfg)
 	if err != nil {
 		return nil, err
 	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(rc.CAData)
-	return &tls.Config{Certificates: []tls.Certificate{cert}, RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+	return emulator.New(cfg)
+}
+
+// sidecarEmulator is a Spark 4.0 driver configured as the injected conf
+// says, talking to its sidecar.
+func sidecarEmulator(sc *testenv.Sidecar) (*emulator.Driver, int, error) {
+	token, err := sc.Token()
+	if err != nil {
+		return nil, 0, err
+	}
+	conf, _ := patches.ParseSparkConf(sc.Pod.Annotations[patches.AnnotationEffectiveConf])
+	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
+	cfg := emulator.NewConfig(emulator.Spark40)
+	cfg.Server, cfg.Token, cfg.Namespace, cfg.AppID = "http://"+sc.Listen, token, sc.Pod.Namespace, conf["spark.app.id"]
+	cfg.DriverPodName, cfg.ExecutorImage, cfg.BatchSize, cfg.Log = sc.Pod.Name, "apache/spark:4.0.0", batch, quietLog()
+	jvm, err := emulator.New(cfg)
+	return jvm, batch, err
 }
 
 func direct(ctx context.Context, env *testenv.Env, o options) (result, error) {
@@ -271,12 +302,10 @@ func direct(ctx context.Context, env *testenv.Env, o options) (result, error) {
 	if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod("driver"), metav1.CreateOptions{}); err != nil {
 		return res, err
 	}
-	tc, err := adminTLS(env)
+	jvm, err := directEmulator(env, ns, "spark-direct", "driver")
 	if err != nil {
 		return res, err
 	}
-	jvm := sparkemu.New(sparkemu.Config{Server: env.Cluster.RESTConfig().Host, TLS: sparkemu.TLS(tc), Namespace: ns,
-		AppID: "spark-direct", DriverPod: "driver", Image: "apache/spark:4.0.0", Mode: sparkemu.Spark40})
 	return emulate(ctx, env, o, ns, jvm, res, nil)
 }
 
@@ -286,33 +315,95 @@ func throughSidecar(ctx context.Context, env *testenv.Env, o options) (result, e
 	if err := newNamespace(ctx, env, ns, true); err != nil {
 		return res, err
 	}
-	pod := driverPod("driver")
-	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	sc, err := startSidecar(ctx, env, ns, "driver", "--profiling")
 	if err != nil {
-		return res, err
-	}
-	dir, _ := os.MkdirTemp("", "bench-sidecar-")
-	sc, err := env.NewSidecar(created, dir)
-	if err != nil {
-		return res, err
-	}
-	if err := sc.Start(ctx); err != nil {
 		return res, err
 	}
 	defer sc.Signal(15)
-	token, err := sc.Token()
+	res.probe, err = createProbe(ctx, env, sc)
 	if err != nil {
 		return res, err
 	}
-	conf, _ := patches.ParseSparkConf(created.Annotations[patches.AnnotationEffectiveConf])
-	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
+	jvm, batch, err := sidecarEmulator(sc)
+	if err != nil {
+		return res, err
+	}
 	res.name = fmt.Sprintf("(c) the same emulator through the sidecar, batch %d", batch)
-	jvm := sparkemu.New(sparkemu.Config{Server: "http://" + sc.Listen, Token: token, Namespace: ns, AppID: conf["spark.app.id"],
-		DriverPod: "driver", Image: "apache/spark:4.0.0", Mode: sparkemu.Spark40, BatchSize: batch})
 	return emulate(ctx, env, o, ns, jvm, res, sc)
 }
 
-func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *sparkemu.Driver, res result, sc *testenv.Sidecar) (result, error) {
+// startSidecar creates an injected driver pod and runs its sidecar.
+func startSidecar(ctx context.Context, env *testenv.Env, ns, name string, args ...string) (*testenv.Sidecar, error) {
+	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod(name), metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "bench-sidecar-")
+	if err != nil {
+		return nil, err
+	}
+	sc, err := env.NewSidecar(created, dir)
+	if err != nil {
+		return nil, err
+	}
+	sc.ExtraArgs = args
+	return sc, sc.Start(ctx)
+}
+
+// probe is the latency of one executor create, made one at a time as the
+// JVM makes them, through the sidecar and straight to the API server.
+type probe struct {
+	n                      int
+	viaSidecar, direct     time.Duration // medians
+	viaSidecar99, direct99 time.Duration
+}
+
+// createProbe creates executor pods of the sidecar's application one at a
+// time, first through the sidecar's localhost API with the JVM's token,
+// then with client-go straight to the API server, and deletes them.
+func createProbe(ctx context.Context, env *testenv.Env, sc *testenv.Sidecar) (probe, error) {
+	p := probe{n: 100}
+	token, err := sc.Token()
+	if err != nil {
+		return p, err
+	}
+	conf, _ := patches.ParseSparkConf(sc.Pod.Annotations[patches.AnnotationEffectiveConf])
+	app, ns := conf["spark.app.id"], sc.Pod.Namespace
+	client := &http.Client{}
+	var viaSidecar, direct []time.Duration
+	for i := 0; i < p.n; i++ {
+		body, _ := json.Marshal(executorPod(app, 100000+i))
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+sc.Listen+"/api/v1/namespaces/"+ns+"/pods", bytes.NewReader(body))
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		t0 := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return p, err
+		}
+		_, _ = drain(resp)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusCreated {
+			return p, fmt.Errorf("create through the sidecar: %s", resp.Status)
+		}
+		viaSidecar = append(viaSidecar, time.Since(t0))
+	}
+	for i := 0; i < p.n; i++ {
+		t0 := time.Now()
+		if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, executorPod(app, 200000+i), metav1.CreateOptions{}); err != nil {
+			return p, err
+		}
+		direct = append(direct, time.Since(t0))
+	}
+	cleanup(ctx, env, ns)
+	sort.Slice(viaSidecar, func(i, j int) bool { return viaSidecar[i] < viaSidecar[j] })
+	sort.Slice(direct, func(i, j int) bool { return direct[i] < direct[j] })
+	p.viaSidecar, p.direct = pct(viaSidecar, 0.5), pct(direct, 0.5)
+	p.viaSidecar99, p.direct99 = pct(viaSidecar, 0.99), pct(direct, 0.99)
+	return p, nil
+}
+
+func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *emulator.Driver, res result, sc *testenv.Sidecar) (result, error) {
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	before := podRequests(ctx, env.Client)
@@ -320,22 +411,28 @@ func emulate(ctx context.Context, env *testenv.Env, o options, ns string, jvm *s
 		return res, err
 	}
 	start := time.Now()
-	series, done := watchRunning(ctx, env.Client, ns, o.executors, start)
+	run := watchRunning(ctx, env.Client, ns, o.executors, start)
 	var events *watchCount
+	var profiled func() profiles
 	if sc != nil {
 		events = countWatchEvents(runCtx, sc, ns)
+		profiled = takeProfiles(ctx, http.DefaultClient, "http://"+sc.Metrics, o.out+"/profiles", "sidecar", profileSeconds)
 	}
 	jvm.SetTarget(o.executors)
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 10*time.Minute, true, func(context.Context) (bool, error) {
 		return jvm.Stats().Created >= o.executors, nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("%s: %w (%v)", res.name, err, jvm.Stats().Failures)
+		st := jvm.Stats()
+		return res, fmt.Errorf("%s: %w (%d created, %d creation errors, last: %s)", res.name, err, st.Created, st.CreateErrors, st.LastCreateError)
 	}
 	res.created = time.Since(start)
-	<-done
-	res.running = time.Since(start)
-	res.series = *series
+	if profiled != nil {
+		res.prof = profiled()
+	}
+	<-run.done
+	res.running = run.at
+	res.series = run.series
 	if sc != nil {
 		n, first, last := events.get()
 		res.note = listComparison(ctx, env, ns, sc) + fmt.Sprintf(" One extra JVM-style watch on the sidecar received %d events during the run, %.0f per second.",

@@ -5,7 +5,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -35,6 +34,13 @@ type options struct {
 	executors     int
 	idle          time.Duration
 	admissions    int
+	drivers       int
+	perDriver     int
+	sections      string
+}
+
+func (o options) runs(section string) bool {
+	return o.sections == "all" || strings.Contains(","+o.sections+",", ","+section+",")
 }
 
 func main() {
@@ -45,6 +51,9 @@ func main() {
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "idle window after each allocation run")
 	flag.IntVar(&o.admissions, "admissions", 2000, "requests per webhook load level")
+	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
+	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
+	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, scale (a partial run does not write the chart)")
 	flag.Parse()
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -67,7 +76,7 @@ func run(o options) error {
 	o.dir, _ = filepath.Abs(o.dir)
 	_ = os.RemoveAll(o.dir)
 	policy, _ := filepath.Abs("bench/policy.yaml")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy})
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}})
 	if err != nil {
 		return err
 	}
@@ -81,25 +90,41 @@ func run(o options) error {
 	r.line("Reproduce: `make bench` (options: `go run ./bench -h`). Absolute times depend on the machine; ratios are measured side by side in this run.")
 	r.line("")
 
-	if err := webhookLoad(ctx, env, o, r); err != nil {
-		return err
+	if o.runs("webhook") {
+		if err := webhookLoad(ctx, env, o, r); err != nil {
+			return err
+		}
 	}
-	if err := createLatency(ctx, env, r); err != nil {
-		return err
+	if o.runs("create") {
+		if err := createLatency(ctx, env, r); err != nil {
+			return err
+		}
 	}
-	series, err := allocation(ctx, env, o, r)
-	if err != nil {
-		return err
+	var series []result
+	if o.runs("allocation") {
+		if series, err = allocation(ctx, env, o, r); err != nil {
+			return err
+		}
 	}
-	if err := chart(series, filepath.Join(o.out, "allocation.png")); err != nil {
-		return err
+	if o.runs("scale") {
+		if err := scale(ctx, env, o, r); err != nil {
+			return err
+		}
 	}
-	r.line("")
-	r.line("![executors Running over time](allocation.png)")
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
-	return os.WriteFile(filepath.Join(o.out, "latest.md"), []byte(r.b.String()), 0o644)
+	if len(series) > 0 {
+		if err := chart(series, filepath.Join(o.out, "allocation.png")); err != nil {
+			return err
+		}
+		r.line("![executors Running over time](allocation.png)")
+	}
+	name := "latest.md"
+	if o.sections != "all" {
+		name = "partial.md"
+	}
+	return os.WriteFile(filepath.Join(o.out, name), []byte(r.b.String()), 0o644)
 }
 
 func serverVersion(env *testenv.Env) string {
@@ -120,100 +145,154 @@ func gitVersion() string {
 
 // ---- 1. webhook admission over HTTPS ----
 
-func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
-	raw, err := os.ReadFile("examples/spark-pi-pod.yaml")
+// benchPods are the driver pods the webhook is loaded with.
+var benchPods = []struct{ name, file string }{
+	{"examples/spark-pi-pod.yaml", "examples/spark-pi-pod.yaml"},
+	{"examples/pyspark-pod.yaml", "examples/pyspark-pod.yaml"},
+	{"large (20 env, 10 volumes, 3 containers)", "webhook/testdata/large.pod.yaml"},
+}
+
+func admissionReview(file string) (string, error) {
+	raw, err := os.ReadFile(file)
 	if err != nil {
-		return err
+		return "", err
 	}
 	podJSON, err := yaml.YAMLToJSON(raw)
 	if err != nil {
-		return err
+		return "", err
 	}
-	review := fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"b","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"namespace":"bench","operation":"CREATE","object":%s}}`, podJSON)
+	return fmt.Sprintf(`{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"b","kind":{"version":"v1","kind":"Pod"},"resource":{"version":"v1","resource":"pods"},"namespace":"bench","operation":"CREATE","object":%s}}`, podJSON), nil
+}
+
+func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 128}} //nolint:gosec // loopback load
-	url := "https://" + env.Addr() + "/mutate-pods"
+	base := "https://" + env.Addr()
 	r.line("## 1. Webhook admission")
 	r.line("")
-	r.line("The example driver pod, POSTed as an AdmissionReview to `sparklet webhook` over HTTPS on loopback; %d requests per level. Client-side latency includes TLS and HTTP. The in-process cost is `go test ./webhook -bench .`.", o.admissions)
+	r.line("Driver pods POSTed as AdmissionReviews to `sparklet webhook` over HTTPS on loopback; %d requests per row. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated). The in-process cost is `go test ./webhook -run XXX -bench .`.", o.admissions)
 	r.line("")
-	r.line("| concurrency | requests/s | p50 | p99 | p99.9 | server mean |")
-	r.line("|---|---|---|---|---|---|")
-	for _, conc := range []int{1, 16, 64} {
-		before := scrape(client, "https://"+env.Addr()+"/metrics", "sparklet_admission_duration_seconds_sum", "sparklet_admission_duration_seconds_count")
-		lat := make([]time.Duration, o.admissions)
-		var next int64
-		var mu sync.Mutex
-		start := time.Now()
-		var wg sync.WaitGroup
-		var firstErr error
-		for w := 0; w < conc; w++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					mu.Lock()
-					i := next
-					next++
-					mu.Unlock()
-					if int(i) >= o.admissions {
-						return
-					}
-					t0 := time.Now()
-					resp, err := client.Post(url, "application/json", strings.NewReader(review))
-					if err == nil {
-						var buf bytes.Buffer
-						_, _ = buf.ReadFrom(resp.Body)
-						resp.Body.Close()
-						if !strings.Contains(buf.String(), `"patch"`) {
-							err = fmt.Errorf("no patch in %s", buf.String())
-						}
-					}
-					if err != nil {
-						mu.Lock()
-						firstErr = err
-						mu.Unlock()
-						return
-					}
-					lat[i] = time.Since(t0)
-				}
-			}()
+	r.line("| pod | concurrency | requests/s | client p50 | client p99 | client p99.9 | server p50 | server p99 | server p99.9 |")
+	r.line("|---|---|---|---|---|---|---|---|---|")
+	var large string
+	for _, pod := range benchPods {
+		review, err := admissionReview(pod.file)
+		if err != nil {
+			return err
 		}
-		wg.Wait()
-		if firstErr != nil {
-			return firstErr
+		large = review
+		for _, conc := range []int{1, 16, 64} {
+			before := admissionBuckets(client, base)
+			lat, elapsed, err := hammer(ctx, client, base+"/mutate-pods", review, conc, o.admissions)
+			if err != nil {
+				return fmt.Errorf("%s at concurrency %d: %w", pod.name, conc, err)
+			}
+			server := diff(admissionBuckets(client, base), before)
+			sec := func(q float64) time.Duration {
+				return time.Duration(quantile(q, server) * float64(time.Second)).Round(time.Microsecond)
+			}
+			r.line("| %s | %d | %.0f | %s | %s | %s | %s | %s | %s |", pod.name, conc, float64(len(lat))/elapsed.Seconds(),
+				pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), sec(0.5), sec(0.99), sec(0.999))
 		}
-		elapsed := time.Since(start)
-		after := scrape(client, "https://"+env.Addr()+"/metrics", "sparklet_admission_duration_seconds_sum", "sparklet_admission_duration_seconds_count")
-		mean := time.Duration((after[0] - before[0]) / (after[1] - before[1]) * float64(time.Second))
-		sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-		r.line("| %d | %.0f | %s | %s | %s | %s |", conc, float64(o.admissions)/elapsed.Seconds(), q(lat, 0.5), q(lat, 0.99), q(lat, 0.999), mean.Round(time.Microsecond))
 	}
 	r.line("")
+	// Profile the webhook under the large pod at concurrency 16.
+	loadCtx, stop := context.WithTimeout(ctx, time.Duration(profileSeconds+2)*time.Second)
+	defer stop()
+	profiled := takeProfiles(ctx, client, base, o.out+"/profiles", "webhook", profileSeconds)
+	if _, _, err := hammer(loadCtx, client, base+"/mutate-pods", large, 16, 0); err != nil {
+		return err
+	}
+	r.profiles(fmt.Sprintf("The webhook admitting the large pod at concurrency 16 for %d s", profileSeconds), profiled())
 	return nil
 }
 
-func q(sorted []time.Duration, p float64) time.Duration {
-	return sorted[int(p*float64(len(sorted)-1))].Round(time.Microsecond)
+// hammer POSTs body to url from conc workers, n times in all, or until
+// ctx ends when n is 0, and returns the sorted client-side latencies.
+func hammer(ctx context.Context, client *http.Client, url, body string, conc, n int) ([]time.Duration, time.Duration, error) {
+	var (
+		mu       sync.Mutex
+		lat      []time.Duration
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	next := 0
+	start := time.Now()
+	for w := 0; w < conc; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				mu.Lock()
+				if (n > 0 && next >= n) || firstErr != nil {
+					mu.Unlock()
+					return
+				}
+				next++
+				mu.Unlock()
+				t0 := time.Now()
+				err := admit(ctx, client, url, body)
+				d := time.Since(t0)
+				mu.Lock()
+				if err != nil && ctx.Err() == nil && firstErr == nil {
+					firstErr = err
+				}
+				if err == nil {
+					lat = append(lat, d)
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	return lat, time.Since(start), firstErr
 }
 
-// scrape reads plain (unlabelled) samples from a Prometheus endpoint.
-func scrape(client *http.Client, url string, names ...string) []float64 {
-	out := make([]float64, len(names))
-	resp, err := client.Get(url)
+func admit(ctx context.Context, client *http.Client, url, body string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	if !strings.Contains(buf.String(), `"patch"`) {
+		return fmt.Errorf("no patch in %s", buf.String())
+	}
+	return nil
+}
+
+// admissionBuckets reads the webhook's admission latency histogram.
+func admissionBuckets(client *http.Client, base string) map[float64]float64 {
+	out := map[float64]float64{}
+	resp, err := client.Get(base + "/metrics")
 	if err != nil {
 		return out
 	}
 	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		for i, n := range names {
-			if strings.HasPrefix(sc.Text(), n+" ") {
-				out[i], _ = strconv.ParseFloat(strings.TrimPrefix(sc.Text(), n+" "), 64)
+	var buf bytes.Buffer
+	_, _ = buf.ReadFrom(resp.Body)
+	for _, s := range parseMetrics(buf.String()) {
+		if s.name == "sparklet_admission_duration_seconds_bucket" {
+			if le, err := strconv.ParseFloat(s.labels["le"], 64); err == nil {
+				out[le] += s.value
 			}
 		}
 	}
 	return out
+}
+
+// pct is the p-quantile of sorted latencies.
+func pct(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[int(p*float64(len(sorted)-1))].Round(time.Microsecond)
 }
 
 // ---- 2. pod create latency through the API server ----
@@ -250,9 +329,9 @@ func createLatency(ctx context.Context, env *testenv.Env, r *report) error {
 	r.line("")
 	r.line("| | p50 | p99 |")
 	r.line("|---|---|---|")
-	r.line("| without the webhook | %s | %s |", q(plain, 0.5), q(plain, 0.99))
-	r.line("| with the webhook | %s | %s |", q(injected, 0.5), q(injected, 0.99))
-	r.line("| **ratio** | **%.2f×** | **%.2f×** |", float64(q(injected, 0.5))/float64(q(plain, 0.5)), float64(q(injected, 0.99))/float64(q(plain, 0.99)))
+	r.line("| without the webhook | %s | %s |", pct(plain, 0.5), pct(plain, 0.99))
+	r.line("| with the webhook | %s | %s |", pct(injected, 0.5), pct(injected, 0.99))
+	r.line("| **ratio** | **%.2f×** | **%.2f×** |", float64(pct(injected, 0.5))/float64(pct(plain, 0.5)), float64(pct(injected, 0.99))/float64(pct(plain, 0.99)))
 	r.line("")
 	return nil
 }
