@@ -1,12 +1,14 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -16,7 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/sparkemu"
+	"github.com/sparklet/sparklet/internal/emulator"
 	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
 )
@@ -67,19 +69,46 @@ func tailLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// emulator is the JVM, configured as the injected conf says.
-func (d *driverRun) emulator(mode sparkemu.Mode) *sparkemu.Driver {
-	token, err := d.sc.Token()
+// emulator is the JVM, configured as the injected conf says, with a short
+// polling interval and delete grace period. Its log is shown if the test
+// fails.
+func (d *driverRun) emulator(mode emulator.Mode) *emulator.Driver {
+	cfg, err := d.sc.EmulatorConfig(mode)
 	if err != nil {
 		d.t.Fatal(err)
 	}
-	conf, _ := patches.ParseSparkConf(d.pod.Annotations[patches.AnnotationEffectiveConf])
-	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
-	return sparkemu.New(sparkemu.Config{BatchSize: batch,
-		Server: "http://" + d.sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"],
-		AppID: conf["spark.app.id"], DriverPod: d.pod.Name, Image: conf["spark.kubernetes.container.image"],
-		Mode: mode, PollInterval: 2 * time.Second, DeleteGracePeriod: 100 * time.Millisecond,
+	cfg.PollInterval, cfg.DeleteGracePeriod = 2*time.Second, 100*time.Millisecond
+	logs := &syncBuffer{}
+	cfg.Log = emulator.JSONLog(logs)
+	jvm, err := emulator.New(cfg)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.t.Cleanup(func() {
+		if d.t.Failed() {
+			d.t.Logf("emulator log:\n%s", tailLines(logs.String(), 30))
+		}
 	})
+	return jvm
+}
+
+// syncBuffer holds a log that goroutines may still write to after the
+// test has ended.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 // leftovers counts what of the application is still in the API server.
@@ -110,7 +139,7 @@ func (d *driverRun) waitClean(ctx context.Context) time.Duration {
 }
 
 func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
-	for _, mode := range []sparkemu.Mode{sparkemu.Spark35, sparkemu.Spark40} {
+	for _, mode := range []emulator.Mode{emulator.Spark35, emulator.Spark40} {
 		t.Run("spark"+string(mode), func(t *testing.T) {
 			ctx := ctxFor(t)
 			ns := namespace(t, true)
@@ -143,7 +172,7 @@ func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
 			for i := 1; i <= 10; i++ {
 				kill = append(kill, i)
 			}
-			if err := jvm.Kill(ctx, kill); err != nil {
+			if err := jvm.KillExecutors(ctx, kill); err != nil {
 				t.Fatal(err)
 			}
 			err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -153,6 +182,13 @@ func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
 			if err != nil {
 				p, _ := d.leftovers(ctx)
 				t.Fatalf("after killing 10: %d executors, want 40", p)
+			}
+			// The JVM learns of the kill through the sidecar's watch.
+			err = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+				return jvm.Running() == 40, nil
+			})
+			if err != nil {
+				t.Fatalf("after killing 10 the JVM sees %d running, want 40", jvm.Running())
 			}
 			// spark.kubernetes.executor.decommissionLabel
 			if err := jvm.Decommission(ctx, []int{11, 12}, "spark.decommissioning", "true"); err != nil {
@@ -168,8 +204,11 @@ func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
 			d.waitClean(ctx)
 			st := jvm.Stats()
 			t.Logf("JVM requests: %v", st.Requests)
-			if st.HTTPFallback || st.WatchGone {
-				t.Errorf("the watch fell back to HTTP (%v) or got a 410 (%v)", st.HTTPFallback, st.WatchGone)
+			if st.HTTPFallback != 0 || st.Gone410 != 0 {
+				t.Errorf("the watch fell back to HTTP (%d times) or got a 410 (%d times)", st.HTTPFallback, st.Gone410)
+			}
+			if st.Created != 50 || st.CreateErrors != 0 {
+				t.Errorf("%d executors created with %d errors (last: %s), want 50 clean creates", st.Created, st.CreateErrors, st.LastCreateError)
 			}
 		})
 	}
@@ -179,7 +218,7 @@ func TestSidecarCleansUpWhenTheDriverContainerEnds(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := namespace(t, true)
 	d := startDriver(t, ns)
-	jvm := d.emulator(sparkemu.Spark40)
+	jvm := d.emulator(emulator.Spark40)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if err := jvm.Start(runCtx); err != nil {
@@ -232,7 +271,7 @@ func TestQuotaRefusalsAreShieldedAndExplained(t *testing.T) {
 		t.Fatal("quota not initialised")
 	}
 	d := startDriver(t, ns) // the driver is pod 1 of 6
-	jvm := d.emulator(sparkemu.Spark40)
+	jvm := d.emulator(emulator.Spark40)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if err := jvm.Start(runCtx); err != nil {
@@ -245,17 +284,18 @@ func TestQuotaRefusalsAreShieldedAndExplained(t *testing.T) {
 	}
 	// Let the JVM's one-second allocation loop hit the quota for a while.
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		return len(jvm.Stats().Failures) >= 6, nil
+		return jvm.Stats().CreateErrors >= 6, nil
 	})
 	if err != nil {
-		t.Fatalf("the JVM saw %d refused creates", len(jvm.Stats().Failures))
+		t.Fatalf("the JVM saw %d refused creates", jvm.Stats().CreateErrors)
 	}
 	elapsed := time.Since(start)
+	st := jvm.Stats()
 	creates := metric(t, d.sc.Metrics, `sparklet_sidecar_api_requests_total{code="403",method="POST"}`)
 	shielded := metric(t, d.sc.Metrics, "sparklet_sidecar_quota_short_circuits_total")
 	events, _ := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorQuota"})
 	t.Logf("over %s: JVM saw %d refusals; %d reached the API server, %d were answered by the sidecar; %d events",
-		elapsed.Round(time.Millisecond), len(jvm.Stats().Failures), int(creates), int(shielded), len(events.Items))
+		elapsed.Round(time.Millisecond), st.CreateErrors, int(creates), int(shielded), len(events.Items))
 	// Backoff starts at 2 s and doubles: at most one API create per period.
 	if periods := 1 + int(elapsed/(2*time.Second)); int(creates) > periods {
 		t.Errorf("%d refused creates reached the API server in %s, want at most %d (one per backoff period)", int(creates), elapsed, periods)
@@ -263,8 +303,12 @@ func TestQuotaRefusalsAreShieldedAndExplained(t *testing.T) {
 	if shielded == 0 || len(events.Items) == 0 || len(events.Items) != int(creates) {
 		t.Errorf("want shielded retries and one ExecutorQuota event per API refusal: shielded %v, events %d, refusals %v", shielded, len(events.Items), creates)
 	}
-	if !strings.Contains(jvm.Stats().Failures[0], "exceeded quota") {
-		t.Errorf("the JVM's error does not explain the quota: %s", jvm.Stats().Failures[0])
+	// The first refusal is the API server's; later ones may be the
+	// sidecar's answer from memory. Both must explain the quota.
+	for _, msg := range []string{st.FirstCreateError, st.LastCreateError} {
+		if !strings.Contains(msg, "exceeded quota") {
+			t.Errorf("the JVM's error does not explain the quota: %s", msg)
+		}
 	}
 }
 
@@ -272,7 +316,7 @@ func TestSidecarRestartMidAllocation(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := namespace(t, true)
 	d := startDriver(t, ns)
-	jvm := d.emulator(sparkemu.Spark35)
+	jvm := d.emulator(emulator.Spark35)
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if err := jvm.Start(runCtx); err != nil {

@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -19,8 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sparklet/sparklet/internal/emulator"
 	"github.com/sparklet/sparklet/internal/localcluster"
-	"github.com/sparklet/sparklet/internal/sparkemu"
 	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
 )
@@ -233,17 +232,23 @@ func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir st
 	if err := sc.Start(ctx); err != nil {
 		return err
 	}
-	token, err := sc.Token()
+	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	say("the sidecar serves the JVM on %s (spark.master %s); its log: %s", sc.Listen, conf["spark.master"], sc.LogFile())
+	cfg, err := sc.EmulatorConfig(emulator.Spark35)
 	if err != nil {
 		return err
 	}
-	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
-	say("the sidecar serves the JVM on %s (spark.master %s); its log: %s", sc.Listen, conf["spark.master"], sc.LogFile())
-	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
-	jvm := sparkemu.New(sparkemu.Config{
-		Server: "http://" + sc.Listen, Token: token, Namespace: conf["spark.kubernetes.namespace"], AppID: conf["spark.app.id"],
-		DriverPod: pod.Name, Image: conf["spark.kubernetes.container.image"], Mode: sparkemu.Spark35, BatchSize: batch,
-	})
+	logFile, err := os.Create(filepath.Join(dir, "emulator.log"))
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	cfg.Log = emulator.JSONLog(logFile)
+	jvm, err := emulator.New(cfg)
+	if err != nil {
+		return err
+	}
+	say("the driver emulator plays Spark %s's JVM; its log: %s", cfg.Mode, logFile.Name())
 	jvmCtx, stopJVM := context.WithCancel(ctx)
 	defer stopJVM()
 	if err := jvm.Start(jvmCtx); err != nil {
@@ -255,7 +260,7 @@ func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir st
 	if err := jvm.WaitRunning(ctx, executors); err != nil {
 		return err
 	}
-	say("%d executors Running in %s (the JVM asks in batches of %d, spark.kubernetes.allocation.batch.size)", executors, time.Since(start).Round(100*time.Millisecond), batch)
+	say("%d executors Running in %s (the JVM asks in batches of %d, spark.kubernetes.allocation.batch.size)", executors, time.Since(start).Round(100*time.Millisecond), cfg.BatchSize)
 	kubectl(ctx, env, "get", "pods", "-n", ns, "-l", "spark-role=executor", "-L", "spark-exec-id,sparklet.io/managed")
 	say("each executor is owned by the driver pod, labelled sparklet.io/managed=true, and has no service-account token")
 

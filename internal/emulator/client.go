@@ -295,16 +295,17 @@ func ids(n []int) []string {
 
 // counters are the statistics every part updates.
 type counters struct {
-	mu              sync.Mutex
-	requests        map[string]int
-	retries         int
-	watchConnects   int
-	watchReconnects int
-	httpFallback    int
-	gone            int
-	created         int
-	createErrors    int
-	lastCreateError string
+	mu               sync.Mutex
+	requests         map[string]int
+	retries          int
+	watchConnects    int
+	watchReconnects  int
+	httpFallback     int
+	gone             int
+	created          int
+	createErrors     int
+	firstCreateError string
+	lastCreateError  string
 }
 
 func (s *counters) request(verb, resource string) {

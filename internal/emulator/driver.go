@@ -472,6 +472,9 @@ func (d *Driver) requestNewExecutors(ctx context.Context, n int) {
 		if err := d.createExecutor(ctx, id); err != nil {
 			d.st.mu.Lock()
 			d.st.createErrors++
+			if d.st.firstCreateError == "" {
+				d.st.firstCreateError = err.Error()
+			}
 			d.st.lastCreateError = err.Error()
 			d.st.mu.Unlock()
 			d.log.WithError(err).WithField("executor", id).Warn("executor pod creation failed")
@@ -732,8 +735,11 @@ type Stats struct {
 	Created         int            `json:"created"`
 	Running         int            `json:"running"`
 	CreateErrors    int            `json:"createErrors"`
-	LastCreateError string         `json:"lastCreateError,omitempty"`
-	Series          []Point        `json:"series,omitempty"`
+	// FirstCreateError and LastCreateError are the first and the latest
+	// failed executor create's error.
+	FirstCreateError string  `json:"firstCreateError,omitempty"`
+	LastCreateError  string  `json:"lastCreateError,omitempty"`
+	Series           []Point `json:"series,omitempty"`
 }
 
 // Stats returns a copy of the statistics.
@@ -741,7 +747,8 @@ func (d *Driver) Stats() Stats {
 	d.st.mu.Lock()
 	s := Stats{Mode: d.cfg.Mode, Requests: map[string]int{}, Retries: d.st.retries, WatchConnects: d.st.watchConnects,
 		WatchReconnects: d.st.watchReconnects, HTTPFallback: d.st.httpFallback, Gone410: d.st.gone,
-		Created: d.st.created, CreateErrors: d.st.createErrors, LastCreateError: d.st.lastCreateError}
+		Created: d.st.created, CreateErrors: d.st.createErrors,
+		FirstCreateError: d.st.firstCreateError, LastCreateError: d.st.lastCreateError}
 	for k, v := range d.st.requests {
 		s.Requests[k] = v
 	}

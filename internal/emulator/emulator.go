@@ -17,6 +17,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strings"
@@ -166,12 +167,18 @@ func (c *Config) defaults() {
 		c.PodNamePrefix = c.AppName + "-" + uniqueID()
 	}
 	if c.Log == nil {
-		l := logrus.New()
-		l.SetFormatter(&logrus.JSONFormatter{})
-		l.SetOutput(os.Stderr)
-		c.Log = logrus.NewEntry(l)
+		c.Log = JSONLog(os.Stderr)
 	}
 	c.Log = c.Log.WithField("component", "emulator")
+}
+
+// JSONLog is a logger writing JSON entries to w, for Config.Log; the
+// default writes to stderr.
+func JSONLog(w io.Writer) *logrus.Entry {
+	l := logrus.New()
+	l.SetFormatter(&logrus.JSONFormatter{})
+	l.SetOutput(w)
+	return logrus.NewEntry(l)
 }
 
 // validate names the field at fault and the fix.

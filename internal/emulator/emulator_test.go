@@ -622,6 +622,24 @@ func TestCreateFailureAbandonsTheBatch(t *testing.T) {
 	}
 }
 
+// TestCreateErrorsKeepTheFirstAndTheLast: a create refused 500 (after the
+// retries) and then 403 (not retried) leaves both messages in the stats.
+func TestCreateErrorsKeepTheFirstAndTheLast(t *testing.T) {
+	e := setup(t, Spark40, func(_ *Config, a *fakeapi.API) {
+		a.AddFault(fakeapi.Fault{Method: http.MethodPost, Path: "/pods", Code: 500, Times: 4, RetryAfter: "0"})
+		a.AddFault(fakeapi.Fault{Method: http.MethodPost, Path: "/pods", Code: 403, Times: 1})
+	})
+	e.start(t)
+	e.d.SetTarget(1)
+	if err := e.d.WaitRunning(e.ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	st := e.d.Stats()
+	if st.CreateErrors != 2 || !strings.Contains(st.FirstCreateError, "HTTP 500") || !strings.Contains(st.LastCreateError, "HTTP 403") {
+		t.Errorf("want 2 errors, the first a 500 and the last a 403: %+v", st)
+	}
+}
+
 func TestConfigErrorsNameTheField(t *testing.T) {
 	_, err := New(Config{Server: "127.0.0.1:1", Mode: "2.4"})
 	for _, field := range []string{"Server", "Namespace", "AppID", "DriverPodName", "ExecutorImage", "Mode"} {

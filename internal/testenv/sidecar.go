@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sparklet/sparklet/internal/emulator"
 	"github.com/sparklet/sparklet/internal/localcluster"
 	"github.com/sparklet/sparklet/patches"
 )
@@ -152,4 +154,36 @@ func (s *Sidecar) PID() int {
 		return 0
 	}
 	return s.cmd.Process.Pid
+}
+
+// EmulatorConfig is the JVM's configuration as the pod's injected conf
+// says, pointed at this sidecar with the token the JVM reads: namespace,
+// application id, executor image and allocation batch size. The driver pod
+// name is the pod's own, which the conf takes from ${env:SPARKLET_POD_NAME}.
+// The rest are Spark's defaults for mode; Start the sidecar first.
+func (s *Sidecar) EmulatorConfig(mode emulator.Mode) (emulator.Config, error) {
+	cfg := emulator.NewConfig(mode)
+	token, err := s.Token()
+	if err != nil {
+		return cfg, fmt.Errorf("the JVM's token: %w", err)
+	}
+	conf, err := patches.ParseSparkConf(s.Pod.Annotations[patches.AnnotationEffectiveConf])
+	if err != nil {
+		return cfg, fmt.Errorf("effective conf of %s: %w", s.Pod.Name, err)
+	}
+	cfg.Server, cfg.Token, cfg.DriverPodName = "http://"+s.Listen, token, s.Pod.Name
+	cfg.Namespace, cfg.AppID = conf["spark.kubernetes.namespace"], conf["spark.app.id"]
+	// spark.kubernetes.executor.container.image falls back to
+	// spark.kubernetes.container.image (EXECUTOR_CONTAINER_IMAGE in
+	// Spark's deploy/k8s/Config.scala, 3.5.4 and 4.0.0).
+	cfg.ExecutorImage = conf["spark.kubernetes.executor.container.image"]
+	if cfg.ExecutorImage == "" {
+		cfg.ExecutorImage = conf["spark.kubernetes.container.image"]
+	}
+	if v, ok := conf["spark.kubernetes.allocation.batch.size"]; ok {
+		if cfg.BatchSize, err = strconv.Atoi(v); err != nil {
+			return cfg, fmt.Errorf("spark.kubernetes.allocation.batch.size %q: %w", v, err)
+		}
+	}
+	return cfg, nil
 }
