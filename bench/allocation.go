@@ -259,10 +259,9 @@ func raw(ctx context.Context, env *testenv.Env, o options) (result, error) {
 
 // quietLog keeps the emulators' logs to warnings and errors.
 func quietLog() *logrus.Entry {
-	l := logrus.New()
-	l.SetLevel(logrus.WarnLevel)
-	l.SetFormatter(&logrus.JSONFormatter{})
-	return logrus.NewEntry(l)
+	l := emulator.JSONLog(os.Stderr)
+	l.Logger.SetLevel(logrus.WarnLevel)
+	return l
 }
 
 // directEmulator is a Spark 4.0 driver with Spark's defaults talking to
@@ -280,17 +279,13 @@ func directEmulator(env *testenv.Env, ns, app, driver string) (*emulator.Driver,
 // sidecarEmulator is a Spark 4.0 driver configured as the injected conf
 // says, talking to its sidecar.
 func sidecarEmulator(sc *testenv.Sidecar) (*emulator.Driver, int, error) {
-	token, err := sc.Token()
+	cfg, err := sc.EmulatorConfig(emulator.Spark40)
 	if err != nil {
 		return nil, 0, err
 	}
-	conf, _ := patches.ParseSparkConf(sc.Pod.Annotations[patches.AnnotationEffectiveConf])
-	batch, _ := strconv.Atoi(conf["spark.kubernetes.allocation.batch.size"])
-	cfg := emulator.NewConfig(emulator.Spark40)
-	cfg.Server, cfg.Token, cfg.Namespace, cfg.AppID = "http://"+sc.Listen, token, sc.Pod.Namespace, conf["spark.app.id"]
-	cfg.DriverPodName, cfg.ExecutorImage, cfg.BatchSize, cfg.Log = sc.Pod.Name, "apache/spark:4.0.0", batch, quietLog()
+	cfg.ExecutorImage, cfg.Log = "apache/spark:4.0.0", quietLog()
 	jvm, err := emulator.New(cfg)
-	return jvm, batch, err
+	return jvm, cfg.BatchSize, err
 }
 
 func direct(ctx context.Context, env *testenv.Env, o options) (result, error) {
