@@ -37,6 +37,7 @@ type options struct {
 	drivers       int
 	perDriver     int
 	sections      string
+	schedulerQPS  int
 }
 
 func (o options) runs(section string) bool {
@@ -53,6 +54,7 @@ func main() {
 	flag.IntVar(&o.admissions, "admissions", 2000, "requests per webhook load level")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
+	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
 	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, scale (a partial run does not write the chart)")
 	flag.Parse()
 	if err := run(o); err != nil {
@@ -76,7 +78,7 @@ func run(o options) error {
 	o.dir, _ = filepath.Abs(o.dir)
 	_ = os.RemoveAll(o.dir)
 	policy, _ := filepath.Abs("bench/policy.yaml")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}})
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}, SchedulerFlags: schedulerFlags(o.schedulerQPS)})
 	if err != nil {
 		return err
 	}
@@ -88,6 +90,11 @@ func run(o options) error {
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(),
 		serverVersion(env), gitVersion())
 	r.line("Reproduce: `make bench` (options: `go run ./bench -h`). Absolute times depend on the machine; ratios are measured side by side in this run.")
+	if o.schedulerQPS > 0 {
+		r.line("kube-scheduler ran with `--kube-api-qps %d --kube-api-burst %d` (its default is 50 and 100).", o.schedulerQPS, 2*o.schedulerQPS)
+	} else {
+		r.line("kube-scheduler ran with its default client limit, 50 requests/s: it binds at most about 50 pods per second, as in a cluster with default settings.")
+	}
 	r.line("")
 
 	if o.runs("webhook") {
@@ -125,6 +132,13 @@ func run(o options) error {
 		name = "partial.md"
 	}
 	return os.WriteFile(filepath.Join(o.out, name), []byte(r.b.String()), 0o644)
+}
+
+func schedulerFlags(qps int) []string {
+	if qps <= 0 {
+		return nil
+	}
+	return []string{"--kube-api-qps", strconv.Itoa(qps), "--kube-api-burst", strconv.Itoa(2 * qps)}
 }
 
 func serverVersion(env *testenv.Env) string {

@@ -42,6 +42,8 @@ type Options struct {
 	Dir string
 	// APIServerFlags are extra kube-apiserver flags, e.g. feature gates.
 	APIServerFlags []string
+	// SchedulerFlags are extra kube-scheduler flags, e.g. --kube-api-qps.
+	SchedulerFlags []string
 	// Detach leaves the components running after the caller exits (for
 	// `make cluster-up`); Stop or Down ends them.
 	Detach bool
@@ -189,7 +191,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--concurrent-gc-syncs", "10"); err != nil {
 		return err
 	}
-	if err := c.run("kube-scheduler", "--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port", "0"); err != nil {
+	if err := c.run("kube-scheduler", append([]string{"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port", "0"}, c.opts.SchedulerFlags...)...); err != nil {
 		return err
 	}
 	stages, err := filepath.Glob(filepath.Join(c.opts.BinDir, "kwok-stages", "*.yaml"))

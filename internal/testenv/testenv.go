@@ -46,6 +46,8 @@ type Options struct {
 	WebhookArgs []string
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags []string
+	// SchedulerFlags are extra kube-scheduler flags.
+	SchedulerFlags []string
 	// Detach leaves the cluster and the webhook running after the caller
 	// exits; localcluster.Down(Dir + "/cluster") stops them.
 	Detach bool
@@ -68,7 +70,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, Detach: opts.Detach})
+	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, SchedulerFlags: opts.SchedulerFlags, Detach: opts.Detach})
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
