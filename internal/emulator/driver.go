@@ -106,7 +106,8 @@ func (d *Driver) Start(ctx context.Context) error {
 		return fmt.Errorf("get driver pod: %w", err)
 	}
 	if r.code == http.StatusNotFound {
-		return fmt.Errorf("No pod was found named %s in the cluster in the namespace %s (this was supposed to be the driver pod.).", d.cfg.DriverPodName, d.cfg.Namespace) //nolint:staticcheck // Spark's wording
+		//lint:ignore ST1005 Spark's own wording
+		return fmt.Errorf("No pod was found named %s in the cluster in the namespace %s (this was supposed to be the driver pod.).", d.cfg.DriverPodName, d.cfg.Namespace)
 	}
 	if r.code != http.StatusOK {
 		return fmt.Errorf("get driver pod: HTTP %d: %s", r.code, strings.TrimSpace(string(r.body)))

@@ -186,13 +186,13 @@ func (c *Config) validate() (*url.URL, error) {
 	var errs []error
 	u, err := url.Parse(c.Server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		errs = append(errs, fmt.Errorf("Server %q: give http://127.0.0.1:PORT (the sidecar) or https://HOST:PORT (an API server)", c.Server))
+		errs = append(errs, fmt.Errorf("field Server %q: give http://127.0.0.1:PORT (the sidecar) or https://HOST:PORT (an API server)", c.Server))
 	}
 	if c.Namespace == "" {
-		errs = append(errs, errors.New("Namespace is empty: set spark.kubernetes.namespace's value"))
+		errs = append(errs, errors.New("field Namespace is empty: set spark.kubernetes.namespace's value"))
 	}
 	if msgs := validation.IsValidLabelValue(c.AppID); c.AppID == "" || len(msgs) > 0 {
-		errs = append(errs, fmt.Errorf("AppID %q must be a non-empty label value: %s", c.AppID, strings.Join(msgs, "; ")))
+		errs = append(errs, fmt.Errorf("field AppID %q must be a non-empty label value: %s", c.AppID, strings.Join(msgs, "; ")))
 	}
 	if c.DriverPodName == "" {
 		errs = append(errs, errors.New("DriverPodName is empty: set the driver pod's name (spark.kubernetes.driver.pod.name)"))
