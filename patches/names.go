@@ -16,7 +16,13 @@ const (
 
 // DefaultAllocationBatchSize is sparklet's default for
 // spark.kubernetes.allocation.batch.size; policy and pod may override it.
-const DefaultAllocationBatchSize = 100
+// Spark creates at most one batch per allocator round and starts the next
+// round only after a tick (spark.kubernetes.allocation.batch.delay) in
+// which it has seen every pod of the last batch, so a small batch leaves
+// the JVM idle between rounds. The sidecar paces the creates itself
+// (sidecar.createQPS and createConcurrency in the policy), so the batch
+// need not protect the API server.
+const DefaultAllocationBatchSize = 1000
 
 // Names and paths of what sparklet injects.
 const (
