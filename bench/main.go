@@ -185,6 +185,7 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	r.line("")
 	r.line("Driver pods POSTed as AdmissionReviews to `sparklet webhook` over HTTPS on loopback; %d requests per row. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated). The in-process cost is `go test ./webhook -run XXX -bench .`.", o.admissions)
 	r.line("")
+	inProcess(r)
 	r.line("| pod | concurrency | requests/s | client p50 | client p99 | client p99.9 | server p50 | server p99 | server p99.9 |")
 	r.line("|---|---|---|---|---|---|---|---|---|")
 	var large string
@@ -218,6 +219,35 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	}
 	r.profiles(fmt.Sprintf("The webhook admitting the large pod at concurrency 16 for %d s", profileSeconds), profiled())
 	return nil
+}
+
+// inProcess runs the webhook's Go benchmark (the handler without HTTP or
+// TLS) and reports its lines.
+func inProcess(r *report) {
+	out, err := exec.Command("go", "test", "./webhook", "-run", "XXX", "-bench", "BenchmarkAdmit", "-benchmem", "-benchtime", "2000x").CombinedOutput()
+	if err != nil {
+		r.line("In-process benchmark failed: %v", err)
+		r.line("")
+		return
+	}
+	r.line("In process (`go test ./webhook -run XXX -bench BenchmarkAdmit -benchmem -benchtime 2000x`), one admission of:")
+	r.line("")
+	r.line("| pod | time/op | bytes/op | allocs/op |")
+	r.line("|---|---|---|---|")
+	for _, l := range strings.Split(string(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) >= 8 && strings.HasPrefix(f[0], "BenchmarkAdmit/") {
+			name := strings.TrimPrefix(f[0], "BenchmarkAdmit/")
+			if i := strings.LastIndex(name, "-"); i > 0 {
+				name = name[:i]
+			}
+			ns, _ := strconv.ParseFloat(f[2], 64)
+			r.line("| %s | %s | %s B | %s |", name, time.Duration(ns).Round(time.Microsecond), f[4], f[6])
+		}
+	}
+	r.line("")
+	r.line("Over HTTPS:")
+	r.line("")
 }
 
 // hammer POSTs body to url from conc workers, n times in all, or until
