@@ -183,7 +183,7 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	base := "https://" + env.Addr()
 	r.line("## 1. Webhook admission")
 	r.line("")
-	r.line("Driver pods POSTed as AdmissionReviews to `sparklet webhook` over HTTPS on loopback; %d requests per row. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated). The in-process cost is `go test ./webhook -run XXX -bench .`.", o.admissions)
+	r.line("Driver pods POSTed as AdmissionReviews to `sparklet webhook` over HTTPS on loopback; %d requests per row. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated).", o.admissions)
 	r.line("")
 	inProcess(r)
 	r.line("| pod | concurrency | requests/s | client p50 | client p99 | client p99.9 | server p50 | server p99 | server p99.9 |")
