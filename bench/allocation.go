@@ -178,7 +178,7 @@ func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]
 	r.line("")
 	r.line("- (c) creates at **%.2f×** the rate of (a) (target ≥ 0.8×).", a.created.Seconds()/c.created.Seconds())
 	r.line("- (c) reaches all-Running **%.1f×** faster than (b) (target ≥ 5×).", b.running.Seconds()/c.running.Seconds())
-	r.line("- (c) reaches all-Running in %.2f× the time of (a), the raw limit: once the creates are done, Running is paced by kwok's pod stages on this cluster (%.0f pods/s for (a)).",
+	r.line("- (c) reaches all-Running in %.2f× the time of (a), the raw limit: Running is paced by how fast pods are bound and started on this cluster (%.0f pods/s for (a)).",
 		c.running.Seconds()/a.running.Seconds(), float64(o.executors)/a.running.Seconds())
 	r.line("- LIST requests on pods per idle minute: (b) %.1f, (c) %.1f (targets 2 and 0), over %.1f idle minute(s).",
 		perMinute(b.idleReqs, b.idleMinutes)["LIST"], perMinute(c.idleReqs, c.idleMinutes)["LIST"], c.idleMinutes)
