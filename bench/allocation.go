@@ -167,7 +167,7 @@ func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]
 	a, b, c := results[0], results[1], results[2]
 	r.line("## 3. Allocating %d executors", o.executors)
 	r.line("")
-	r.line("Three contenders in one run, each in its own namespace, each watched by the same informer. (a) client-go creating executor pods with 32 workers and no client-side rate limit; (b) the driver emulator with Spark 4.0 defaults (batch 10 per 1 s) talking straight to the API server; (c) the same emulator through the sparklet sidecar, with the batch size the example policy sets (`spark.kubernetes.allocation.batch.size`).")
+	r.line("Three contenders in one run, each in its own namespace, each watched by the same informer. (a) client-go creating executor pods with 32 workers and no client-side rate limit; (b) the driver emulator with Spark 4.0 defaults (batch 10 per 1 s) talking straight to the API server; (c) the same emulator through the sparklet sidecar, with the batch size the webhook sets (`spark.kubernetes.allocation.batch.size`: sparklet's default, as `bench/policy.yaml` leaves it alone).")
 	r.line("")
 	r.line("| contender | all created | all Running | create rate | pod requests during the run | pod requests per idle minute |")
 	r.line("|---|---|---|---|---|---|")
