@@ -173,7 +173,7 @@ func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]
 	r.line("|---|---|---|---|---|---|")
 	for _, x := range results {
 		r.line("| %s | %s | %s | %.0f/s | %s | %s |", x.name, x.created.Round(100*time.Millisecond), x.running.Round(100*time.Millisecond),
-			float64(o.executors)/x.created.Seconds(), verbs(x.runReqs), verbs(perMinute(x.idleReqs, x.idleMinutes)))
+			float64(o.executors)/x.created.Seconds(), verbs(x.runReqs), idleVerbs(x))
 	}
 	r.line("")
 	r.line("- (c) creates at **%.2f×** the rate of (a) (target ≥ 0.8×).", a.created.Seconds()/c.created.Seconds())
@@ -203,6 +203,13 @@ func allocation(ctx context.Context, env *testenv.Env, o options, r *report) ([]
 	r.line("")
 	r.profiles(fmt.Sprintf("The sidecar during (c)'s first %d s", profileSeconds), c.prof)
 	return results, nil
+}
+
+func idleVerbs(x result) string {
+	if x.idleMinutes == 0 {
+		return "not measured (nothing runs after the creates)"
+	}
+	return verbs(perMinute(x.idleReqs, x.idleMinutes))
 }
 
 func perMinute(m map[string]float64, minutes float64) map[string]float64 {
@@ -279,7 +286,8 @@ func raw(ctx context.Context, env *testenv.Env, o options) (result, error) {
 	<-run.done
 	res.running = run.at
 	res.series = run.series
-	finish(ctx, env, o, ns, &res, before)
+	// Nothing of (a) runs after its creates: no idle window.
+	res.runReqs = diff(podRequests(ctx, env.Client), before)
 	cleanup(ctx, env, ns)
 	return res, nil
 }

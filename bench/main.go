@@ -32,7 +32,7 @@ import (
 type options struct {
 	bin, dir, out string
 	executors     int
-	idle          time.Duration
+	idle, steady  time.Duration
 	admissions    int
 	drivers       int
 	perDriver     int
@@ -50,7 +50,8 @@ func main() {
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "state and logs")
 	flag.StringVar(&o.out, "out", "bench/results", "where latest.md and the chart go")
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
-	flag.DurationVar(&o.idle, "idle", time.Minute, "idle window after each allocation run")
+	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "idle window after the allocation runs of (b) and (c)")
+	flag.DurationVar(&o.steady, "steady", time.Minute, "steady window after each side of the many-drivers comparison")
 	flag.IntVar(&o.admissions, "admissions", 2000, "requests per webhook load level")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")

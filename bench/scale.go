@@ -138,7 +138,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 	res.runP50, res.runP99 = quantile(0.5, runLat), quantile(0.99, runLat)
 
 	t0 := time.Now()
-	time.Sleep(o.idle) // the steady window is the measurement itself, not synchronisation
+	time.Sleep(o.steady) // the steady window is the measurement itself, not synchronisation
 	end := apiMetrics(ctx, env.Client)
 	res.steady = time.Since(t0)
 	res.steadyReqs = diff(requestsByVerb(end, ""), requestsByVerb(after, ""))
