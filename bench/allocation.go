@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"sort"
@@ -80,7 +81,8 @@ func verbs(m map[string]float64) string {
 	sort.Strings(keys)
 	var parts []string
 	for _, k := range keys {
-		parts = append(parts, fmt.Sprintf("%s %.0f", k, m[k]))
+		// Per-minute rates can be fractions; counts are whole.
+		parts = append(parts, k+" "+strconv.FormatFloat(math.Round(m[k]*10)/10, 'f', -1, 64))
 	}
 	if len(parts) == 0 {
 		return "none"
