@@ -327,7 +327,10 @@ func TestSidecarRestartMidAllocation(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := namespace(t, true)
 	d := startDriver(t, ns)
-	jvm := d.emulator(emulator.Spark35)
+	// Spark's polling interval, for the reason in
+	// TestSidecarRunsExecutorsAndCleansUp: the JVM must see the executors
+	// through its watch, resumed across the restart.
+	jvm := d.emulator(emulator.Spark35, func(c *emulator.Config) { c.PollInterval = 30 * time.Second })
 	runCtx, stop := context.WithCancel(ctx)
 	defer stop()
 	if err := jvm.Start(runCtx); err != nil {
