@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -351,7 +352,7 @@ func throughSidecar(ctx context.Context, env *testenv.Env, o options) (result, e
 	if err != nil {
 		return res, err
 	}
-	defer sc.Signal(15)
+	defer stopSidecar(sc)
 	res.probe, err = createProbe(ctx, env, sc)
 	if err != nil {
 		return res, err
@@ -362,6 +363,19 @@ func throughSidecar(ctx context.Context, env *testenv.Env, o options) (result, e
 	}
 	res.name = fmt.Sprintf("(c) the same emulator through the sidecar, batch %d", batch)
 	return emulate(ctx, env, o, ns, jvm, res, sc)
+}
+
+// stopSidecar ends a sidecar started by startSidecar and removes its
+// directory.
+func stopSidecar(sc *testenv.Sidecar) {
+	sc.Signal(syscall.SIGTERM)
+	if sc.Exited() != nil {
+		select {
+		case <-sc.Exited():
+		case <-time.After(30 * time.Second):
+		}
+	}
+	_ = os.RemoveAll(sc.Dir)
 }
 
 // startSidecar creates an injected driver pod and runs its sidecar.

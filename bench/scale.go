@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
 	"sync"
 	"time"
 
@@ -87,7 +86,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 	defer func() {
 		for _, sc := range sidecars {
 			if sc != nil {
-				sc.Signal(15)
+				stopSidecar(sc)
 			}
 		}
 	}()
@@ -158,11 +157,6 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 	wg.Wait()
 	stop()
 	cleanup(ctx, env, ns)
-	for _, sc := range sidecars {
-		if sc != nil {
-			_ = os.RemoveAll(sc.Dir)
-		}
-	}
 	return res, nil
 }
 
