@@ -702,6 +702,10 @@ func (d *driver) addSidecar() error {
 			// The JVM reads the conf from a pod annotation, which stays
 			// editable; the sidecar refuses to start if it no longer matches.
 			{Name: "SPARKLET_CONF_SHA256", Value: ConfDigest(d.pod.Annotations[AnnotationEffectiveConf])},
+			// The Go runtime collects harder as the heap nears the
+			// container's memory limit, instead of running into it: the
+			// sidecar's memory grows with the executors it caches.
+			{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1")}}},
 		},
 		Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: d.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
 		StartupProbe: &corev1.Probe{
