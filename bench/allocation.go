@@ -49,23 +49,8 @@ type result struct {
 // sidecarCreates reads the sidecar's executor create histogram's sum and
 // count.
 func sidecarCreates(ctx context.Context, sc *testenv.Sidecar) (sum, count float64) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+sc.Metrics+"/metrics", nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, 0
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	for _, s := range parseMetrics(buf.String()) {
-		switch s.name {
-		case "sparklet_sidecar_executor_create_seconds_sum":
-			sum = s.value
-		case "sparklet_sidecar_executor_create_seconds_count":
-			count = s.value
-		}
-	}
-	return sum, count
+	ms := scrape(ctx, http.DefaultClient, "http://"+sc.Metrics+"/metrics")
+	return value(ms, "sparklet_sidecar_executor_create_seconds_sum"), value(ms, "sparklet_sidecar_executor_create_seconds_count")
 }
 
 // profileSeconds is the profiling window; it starts with the allocation

@@ -197,12 +197,12 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		}
 		large = review
 		for _, conc := range []int{1, 16, 64} {
-			before := admissionBuckets(client, base)
+			before := admissionBuckets(ctx, client, base)
 			lat, elapsed, err := hammer(ctx, client, base+"/mutate-pods", review, conc, o.admissions)
 			if err != nil {
 				return fmt.Errorf("%s at concurrency %d: %w", pod.name, conc, err)
 			}
-			server := diff(admissionBuckets(client, base), before)
+			server := diff(admissionBuckets(ctx, client, base), before)
 			sec := func(q float64) time.Duration {
 				return time.Duration(quantile(q, server) * float64(time.Second)).Round(time.Microsecond)
 			}
@@ -313,23 +313,8 @@ func admit(ctx context.Context, client *http.Client, url, body string) error {
 }
 
 // admissionBuckets reads the webhook's admission latency histogram.
-func admissionBuckets(client *http.Client, base string) map[float64]float64 {
-	out := map[float64]float64{}
-	resp, err := client.Get(base + "/metrics")
-	if err != nil {
-		return out
-	}
-	defer resp.Body.Close()
-	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	for _, s := range parseMetrics(buf.String()) {
-		if s.name == "sparklet_admission_duration_seconds_bucket" {
-			if le, err := strconv.ParseFloat(s.labels["le"], 64); err == nil {
-				out[le] += s.value
-			}
-		}
-	}
-	return out
+func admissionBuckets(ctx context.Context, client *http.Client, base string) map[float64]float64 {
+	return buckets(scrape(ctx, client, base+"/metrics"), "sparklet_admission_duration_seconds", nil)
 }
 
 // pct is the p-quantile of sorted latencies.

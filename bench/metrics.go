@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"io"
 	"math"
+	"net/http"
 	"sort"
 	"strconv"
 	"strings"
@@ -74,12 +76,38 @@ func podRequests(ctx context.Context, c kubernetes.Interface) map[string]float64
 	return requestsByVerb(apiMetrics(ctx, c), "pods")
 }
 
-// latencyBuckets sums apiserver_request_duration_seconds buckets of all
-// non-long-running requests (WATCH and CONNECT excluded) by upper bound.
-func latencyBuckets(ms []sample) map[float64]float64 {
+// scrape reads a Prometheus endpoint other than the API server's; an
+// unreachable one reads as no samples.
+func scrape(ctx context.Context, client *http.Client, url string) []sample {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return parseMetrics(string(body))
+}
+
+// value is the first sample named name, or 0.
+func value(ms []sample, name string) float64 {
+	for _, s := range ms {
+		if s.name == name {
+			return s.value
+		}
+	}
+	return 0
+}
+
+// buckets sums the buckets of histogram name by upper bound, over the
+// samples keep accepts (nil: all).
+func buckets(ms []sample, name string, keep func(labels map[string]string) bool) map[float64]float64 {
 	out := map[float64]float64{}
 	for _, s := range ms {
-		if s.name != "apiserver_request_duration_seconds_bucket" || s.labels["verb"] == "WATCH" || s.labels["verb"] == "CONNECT" {
+		if s.name != name+"_bucket" || (keep != nil && !keep(s.labels)) {
 			continue
 		}
 		le, err := strconv.ParseFloat(s.labels["le"], 64)
@@ -89,6 +117,14 @@ func latencyBuckets(ms []sample) map[float64]float64 {
 		out[le] += s.value
 	}
 	return out
+}
+
+// latencyBuckets sums apiserver_request_duration_seconds buckets of all
+// non-long-running requests (WATCH and CONNECT excluded) by upper bound.
+func latencyBuckets(ms []sample) map[float64]float64 {
+	return buckets(ms, "apiserver_request_duration_seconds", func(l map[string]string) bool {
+		return l["verb"] != "WATCH" && l["verb"] != "CONNECT"
+	})
 }
 
 // quantile is histogram_quantile over cumulative buckets, interpolating

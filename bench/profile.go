@@ -93,7 +93,7 @@ func top(file, sampleIndex string, n int) string {
 	return strings.Join(keep, "\n")
 }
 
-// writeProfiles adds both profiles' tops to the report.
+// profiles adds both profiles' tops to the report.
 func (r *report) profiles(title string, p profiles) {
 	if p.err != nil {
 		r.line("%s: no profile (%v).", title, p.err)

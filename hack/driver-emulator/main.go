@@ -162,6 +162,14 @@ func run() int {
 }
 
 func scenario(ctx context.Context, d *emulator.Driver, executors, kill int, hold, timeout time.Duration, out *summary) error {
+	pause := func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(hold):
+			return nil
+		}
+	}
 	if err := d.Start(ctx); err != nil {
 		return err
 	}
@@ -173,8 +181,8 @@ func scenario(ctx context.Context, d *emulator.Driver, executors, kill int, hold
 		return err
 	}
 	out.SecondsToRun = time.Since(start).Seconds()
-	if !sleep(ctx, hold) {
-		return ctx.Err()
+	if err := pause(); err != nil {
+		return err
 	}
 	if kill > 0 {
 		ids := d.RunningIDs()
@@ -183,20 +191,9 @@ func scenario(ctx context.Context, d *emulator.Driver, executors, kill int, hold
 			return fmt.Errorf("kill: %w", err)
 		}
 		out.Killed = len(victims)
-		if !sleep(ctx, hold) {
-			return ctx.Err()
+		if err := pause(); err != nil {
+			return err
 		}
 	}
 	return nil
-}
-
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return true
-	case <-ctx.Done():
-		return false
-	}
 }

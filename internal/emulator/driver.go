@@ -216,16 +216,9 @@ func (d *Driver) waitDriverReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, d.cfg.ReadinessTimeout)
 	defer cancel()
 	field := "metadata.name=" + d.cfg.DriverPodName
-	r, err := d.c.do(ctx, call{verb: "list", resource: "pods", method: http.MethodGet, path: "/pods", query: listOpts{field: field}.String()})
+	list, err := d.listPods(ctx, listOpts{field: field})
 	if err != nil {
 		return err
-	}
-	if r.code != http.StatusOK {
-		return &statusError{"GET", "pods", r.code, string(r.body)}
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		return fmt.Errorf("decode driver pod list: %w", err)
 	}
 	ready := make(chan struct{})
 	var once sync.Once
@@ -295,14 +288,9 @@ func (d *Driver) onWatchEvent(typ string, raw []byte) {
 // replaces the whole snapshot (replaceSnapshot).
 func (d *Driver) poll(ctx context.Context) {
 	sel := d.app.without(labelInactive, "true")
-	r, err := d.c.do(ctx, call{verb: "list", resource: "pods", method: http.MethodGet, path: "/pods", query: listOpts{label: sel.String()}.String()})
-	if err != nil || r.code != http.StatusOK {
-		d.log.WithError(err).WithField("code", r.code).Warn("polling LIST failed")
-		return
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		d.log.WithError(err).Warn("polling LIST: decode")
+	list, err := d.listPods(ctx, listOpts{label: sel.String()})
+	if err != nil {
+		d.log.WithError(err).Warn("polling LIST failed")
 		return
 	}
 	snap := map[int]snapEntry{}
@@ -566,25 +554,11 @@ func (d *Driver) KillExecutors(ctx context.Context, execIDs []int) error {
 	}
 	sel := d.app.withIn(labelExecID, ids(execIDs)...)
 	o := listOpts{field: "status.phase=Running", label: sel.String()}
-	list := func() (int, error) {
-		r, err := d.c.do(ctx, call{verb: "list", resource: "pods", method: http.MethodGet, path: "/pods", query: o.String()})
-		if err != nil {
-			return 0, err
-		}
-		if r.code != http.StatusOK {
-			return 0, &statusError{"GET", "pods", r.code, string(r.body)}
-		}
-		var l corev1.PodList
-		if err := json.Unmarshal(r.body, &l); err != nil {
-			return 0, fmt.Errorf("decode pod list: %w", err)
-		}
-		return len(l.Items), nil
-	}
-	n, err := list()
-	if err != nil || n == 0 {
+	l, err := d.listPods(ctx, o)
+	if err != nil || len(l.Items) == 0 {
 		return err
 	}
-	if _, err := list(); err != nil {
+	if _, err := d.listPods(ctx, o); err != nil {
 		return err
 	}
 	return d.deleteCollection(ctx, "pods", o)
@@ -599,16 +573,9 @@ func (d *Driver) KillExecutors(ctx context.Context, execIDs []int) error {
 // edit, F/OperationSupport.java handlePatch).
 func (d *Driver) Decommission(ctx context.Context, execIDs []int, label, value string) error {
 	sel := d.app.withIn(labelExecID, ids(execIDs)...)
-	r, err := d.c.do(ctx, call{verb: "list", resource: "pods", method: http.MethodGet, path: "/pods", query: listOpts{label: sel.String()}.String()})
+	list, err := d.listPods(ctx, listOpts{label: sel.String()})
 	if err != nil {
 		return err
-	}
-	if r.code != http.StatusOK {
-		return &statusError{"GET", "pods", r.code, string(r.body)}
-	}
-	var list corev1.PodList
-	if err := json.Unmarshal(r.body, &list); err != nil {
-		return fmt.Errorf("decode pod list: %w", err)
 	}
 	var errs []error
 	for _, p := range list.Items {
@@ -650,6 +617,23 @@ func decommissionPatch(p *corev1.Pod, label, value string) []patchOp {
 
 func pointerEscape(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// listPods is one pod LIST as fabric8 makes it, decoded; an answer other
+// than 200 is a statusError.
+func (d *Driver) listPods(ctx context.Context, o listOpts) (*corev1.PodList, error) {
+	r, err := d.c.do(ctx, call{verb: "list", resource: "pods", method: http.MethodGet, path: "/pods", query: o.String()})
+	if err != nil {
+		return nil, err
+	}
+	if r.code != http.StatusOK {
+		return nil, &statusError{"GET", "pods", r.code, string(r.body)}
+	}
+	var l corev1.PodList
+	if err := json.Unmarshal(r.body, &l); err != nil {
+		return nil, fmt.Errorf("decode pod list: %w", err)
+	}
+	return &l, nil
 }
 
 // Stop is KubernetesClusterSchedulerBackend.stop: the snapshot store, the
