@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -15,6 +16,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,6 +42,35 @@ type options struct {
 	schedulerQPS  int
 }
 
+// validate names the flag at fault.
+func (o options) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"--executors", o.executors}, {"--admissions", o.admissions}, {"--drivers", o.drivers}, {"--executors-per-driver", o.perDriver}} {
+		if f.v < 1 {
+			errs = append(errs, fmt.Errorf("%s must be at least 1, got %d", f.name, f.v))
+		}
+	}
+	if o.idle <= 0 || o.steady <= 0 {
+		errs = append(errs, fmt.Errorf("--idle and --steady must be positive, got %s and %s", o.idle, o.steady))
+	}
+	if o.schedulerQPS < 0 {
+		errs = append(errs, fmt.Errorf("--scheduler-qps must not be negative (0 keeps kube-scheduler's default), got %d", o.schedulerQPS))
+	}
+	if o.sections != "all" {
+		for _, s := range strings.Split(o.sections, ",") {
+			if !slices.Contains(sectionNames, s) {
+				errs = append(errs, fmt.Errorf("--sections: unknown section %q; use all or a comma-separated list of %s", s, strings.Join(sectionNames, ", ")))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+var sectionNames = []string{"webhook", "create", "allocation", "scale"}
+
 func (o options) runs(section string) bool {
 	return o.sections == "all" || strings.Contains(","+o.sections+",", ","+section+",")
 }
@@ -58,6 +89,10 @@ func main() {
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
 	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, scale (a partial run does not write the chart)")
 	flag.Parse()
+	if err := o.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
 	if err := run(o); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -32,5 +33,22 @@ apiserver_request_duration_seconds_bucket{resource="pods",verb="WATCH",le="+Inf"
 	}
 	if got := quantile(0.99, b); got != 0.1 {
 		t.Errorf("p99 = %v, want 0.1 (the last finite bound)", got)
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	good := options{executors: 1, admissions: 1, drivers: 1, perDriver: 1, idle: 1, steady: 1, sections: "all"}
+	if err := good.validate(); err != nil {
+		t.Fatalf("good options refused: %v", err)
+	}
+	for flag, o := range map[string]options{
+		"--sections":      func() options { x := good; x.sections = "webhook,alloc"; return x }(),
+		"--executors":     func() options { x := good; x.executors = 0; return x }(),
+		"--idle":          func() options { x := good; x.idle = 0; return x }(),
+		"--scheduler-qps": func() options { x := good; x.schedulerQPS = -1; return x }(),
+	} {
+		if err := o.validate(); err == nil || !strings.Contains(err.Error(), flag) {
+			t.Errorf("%s: err = %v, want one naming the flag", flag, err)
+		}
 	}
 }
