@@ -6,7 +6,6 @@
 package sidecar
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -14,17 +13,18 @@ import (
 	"github.com/sparklet/sparklet/policy"
 )
 
-// Config is the sidecar's whole configuration. The webhook sets every
-// field through the sidecar container's env (see docs/sidecar.md).
+// Config is the sidecar's whole configuration. The webhook sets the fields
+// up to ConfSHA256 through the sidecar container's env, a policy.SidecarEnv
+// (see docs/sidecar.md).
 type Config struct {
-	PodName        string // SPARKLET_POD_NAME
-	Namespace      string // SPARKLET_POD_NAMESPACE
-	Listen         string // SPARKLET_LISTEN: the JVM's API, on 127.0.0.1
-	MetricsListen  string // SPARKLET_METRICS_LISTEN: /metrics, /readyz, /healthz
-	TokenFile      string // SPARKLET_TOKEN_FILE: the JVM's per-pod token
-	SparkContainer string // SPARKLET_SPARK_CONTAINER: watched for termination
-	PolicyJSON     string // SPARKLET_POLICY: the effective policy, JSON
-	ConfSHA256     string // SPARKLET_CONF_SHA256: digest of the effective conf the webhook wrote
+	PodName        string // policy.EnvPodName
+	Namespace      string // policy.EnvPodNamespace
+	Listen         string // policy.EnvListen: the JVM's API, on 127.0.0.1
+	MetricsListen  string // policy.EnvMetricsListen: /metrics, /readyz, /healthz
+	TokenFile      string // policy.EnvTokenFile: the JVM's per-pod token
+	SparkContainer string // policy.EnvSparkContainer: watched for termination
+	PolicyJSON     string // policy.EnvPolicy: the effective policy, JSON
+	ConfSHA256     string // policy.EnvConfSHA256: digest of the effective conf the webhook wrote
 	Kubeconfig     string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration
@@ -36,12 +36,12 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	for _, f := range []struct{ name, value string }{
-		{"SPARKLET_POD_NAME (--pod-name)", c.PodName},
-		{"SPARKLET_POD_NAMESPACE (--namespace)", c.Namespace},
-		{"SPARKLET_LISTEN (--listen)", c.Listen},
-		{"SPARKLET_METRICS_LISTEN (--metrics-listen)", c.MetricsListen},
-		{"SPARKLET_TOKEN_FILE (--token-file)", c.TokenFile},
-		{"SPARKLET_SPARK_CONTAINER (--spark-container)", c.SparkContainer},
+		{policy.EnvPodName + " (--pod-name)", c.PodName},
+		{policy.EnvPodNamespace + " (--namespace)", c.Namespace},
+		{policy.EnvListen + " (--listen)", c.Listen},
+		{policy.EnvMetricsListen + " (--metrics-listen)", c.MetricsListen},
+		{policy.EnvTokenFile + " (--token-file)", c.TokenFile},
+		{policy.EnvSparkContainer + " (--spark-container)", c.SparkContainer},
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required; the webhook sets it in the injected sidecar", f.name))
@@ -56,12 +56,5 @@ func (c *Config) Validate() error {
 // Policy decodes the effective policy the webhook recorded, or returns the
 // built-in one for the namespace when none was recorded.
 func (c *Config) Policy() (*policy.Effective, error) {
-	if c.PolicyJSON == "" {
-		return policy.Default().For(c.Namespace), nil
-	}
-	var e policy.Effective
-	if err := json.Unmarshal([]byte(c.PolicyJSON), &e); err != nil {
-		return nil, fmt.Errorf("SPARKLET_POLICY: %w", err)
-	}
-	return &e, nil
+	return policy.SidecarPolicy(c.PolicyJSON, c.Namespace)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/sparklet/sparklet/internal/emulator"
 	"github.com/sparklet/sparklet/internal/localcluster"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
 )
 
 // Sidecar is `sparklet sidecar` running locally as an injected driver
@@ -90,22 +91,18 @@ func (s *Sidecar) Start(ctx context.Context) error {
 		return fmt.Errorf("pod %s has no %s container", s.Pod.Name, patches.SidecarName)
 	}
 	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), append(append(append([]string{}, sc.Args...), s.ExtraArgs...), "--kubeconfig", kubeconfig)...)
+	// The container's env, with the pod's name and namespace resolved and
+	// this process's addresses and directory in place of the pod's.
+	env := policy.ParseSidecarEnv(func(name string) (string, bool) { return envValue(sc.Env, name) })
+	env.PodName, env.Namespace = s.Pod.Name, s.Pod.Namespace
+	env.Listen, env.MetricsListen, env.TokenFile = s.Listen, s.Metrics, s.TokenFile()
+	local := env.EnvVars()
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for _, v := range sc.Env {
-		val := v.Value
-		switch v.Name {
-		case "SPARKLET_POD_NAME":
-			val = s.Pod.Name
-		case "SPARKLET_POD_NAMESPACE":
-			val = s.Pod.Namespace
-		case "SPARKLET_LISTEN":
-			val = s.Listen
-		case "SPARKLET_METRICS_LISTEN":
-			val = s.Metrics
-		case "SPARKLET_TOKEN_FILE":
-			val = s.TokenFile()
+		if val, ok := envValue(local, v.Name); ok {
+			v.Value = val
 		}
-		cmd.Env = append(cmd.Env, v.Name+"="+val)
+		cmd.Env = append(cmd.Env, v.Name+"="+v.Value)
 	}
 	log, err := os.OpenFile(s.LogFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -133,6 +130,16 @@ func (s *Sidecar) Start(ctx context.Context) error {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	})
+}
+
+// envValue is the value of the env var name in env.
+func envValue(env []corev1.EnvVar, name string) (string, bool) {
+	for _, v := range env {
+		if v.Name == name {
+			return v.Value, true
+		}
+	}
+	return "", false
 }
 
 // Signal sends sig to the sidecar process.
