@@ -5,7 +5,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sparklet/sparklet/policy"
 )
@@ -107,5 +106,3 @@ func setController(pod, driver *corev1.Pod) {
 	}
 	pod.OwnerReferences = append(refs, ref)
 }
-
-func intstrPort(p int32) intstr.IntOrString { return intstr.FromInt32(p) }

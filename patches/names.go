@@ -1,5 +1,7 @@
 package patches
 
+import "github.com/sparklet/sparklet/policy"
+
 // Labels and annotations sparklet reads and writes.
 const (
 	LabelRole   = "spark-role"         // Spark's own: "driver" or "executor"
@@ -40,8 +42,8 @@ const (
 	ConfFile              = "spark-defaults.conf"
 	FetchFile             = "fetch"
 	PodInfoDir            = "/etc/sparklet/podinfo"
-	JVMDir                = "/var/run/sparklet/jvm"
-	TokenFile             = JVMDir + "/token"
+	JVMDir                = policy.JVMDir
+	TokenFile             = policy.JVMTokenFile
 	ServiceAccount        = "/var/run/secrets/kubernetes.io/serviceaccount"
 	HadoopConfDir         = "/opt/hadoop/conf"
 	LocalDirRoot          = "/var/data/"

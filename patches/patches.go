@@ -1,6 +1,4 @@
-// Package patches turns a plain pod labelled spark-role=driver into a
-// client-mode Spark driver, and an executor pod into one that obeys the
-// executor policy. It is pure: no HTTP, no admission types, no logging.
+// Package patches injects sparklet into a driver pod and applies the executor policy to executor pods.
 package patches
 
 import (

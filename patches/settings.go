@@ -8,24 +8,17 @@ import (
 	"github.com/sparklet/sparklet/policy"
 )
 
-// upsert adds item to list when no element has its key. When one has, it is
-// replaced only if replace is set. The position of existing elements is kept.
-func upsert[T any](list []T, item T, key func(T) string, replace bool) []T {
-	for i := range list {
-		if key(list[i]) == key(item) {
-			if replace {
-				list[i] = item
-			}
-			return list
-		}
+// applyDriverPolicy overlays the driver policy's pod settings.
+func applyDriverPolicy(pod *corev1.Pod, p *plan, _ *Status) error {
+	// The ServiceAccount admission plugin, which runs before webhooks, fills
+	// in "default" for a pod that names no service account: treat it as unset.
+	if sa := p.pol.Driver.Defaults.ServiceAccountName; sa != "" && pod.Spec.ServiceAccountName == "default" {
+		pod.Spec.ServiceAccountName = sa
 	}
-	return append(list, item)
+	applySettings(pod, p.container(pod), p.pol.Driver.Defaults, false)
+	applySettings(pod, p.container(pod), p.pol.Driver.Enforced, true)
+	return nil
 }
-
-func envName(e corev1.EnvVar) string                 { return e.Name }
-func volumeName(v corev1.Volume) string              { return v.Name }
-func mountPath(m corev1.VolumeMount) string          { return m.MountPath }
-func secretRef(r corev1.LocalObjectReference) string { return r.Name }
 
 // applySettings overlays policy pod settings on a pod and its Spark
 // container. Defaults (enforced=false) never replace what the pod has;
@@ -105,27 +98,4 @@ func setResources(dst, src corev1.ResourceList, enforced bool) corev1.ResourceLi
 		dst[name] = q.DeepCopy()
 	}
 	return dst
-}
-
-// applyCredentials exposes policy credentials to the container: env vars
-// from Secret keys, and the Secret as read-only files.
-func applyCredentials(pod *corev1.Pod, c *corev1.Container, creds []policy.Credential) {
-	for _, cred := range creds {
-		for _, e := range cred.Env {
-			c.Env = upsert(c.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: cred.SecretName},
-					Key:                  e.Key,
-				},
-			}}, envName, false) // a user's own variable of the same name wins
-		}
-		if cred.MountPath == "" {
-			continue
-		}
-		vol := VolumeCredPfx + cred.Name
-		pod.Spec.Volumes = upsert(pod.Spec.Volumes, corev1.Volume{Name: vol, VolumeSource: corev1.VolumeSource{
-			Secret: &corev1.SecretVolumeSource{SecretName: cred.SecretName},
-		}}, volumeName, true)
-		c.VolumeMounts = upsert(c.VolumeMounts, corev1.VolumeMount{Name: vol, MountPath: cred.MountPath, ReadOnly: true}, mountPath, true)
-	}
 }

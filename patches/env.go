@@ -1,0 +1,75 @@
+package patches
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Env of the Spark container that the effective conf refers to as ${env:...}.
+const (
+	envPodName     = "SPARKLET_POD_NAME"
+	envPodIP       = "SPARKLET_POD_IP"
+	envBindAddress = "SPARK_DRIVER_BIND_ADDRESS"
+)
+
+func fieldEnv(name, path string) corev1.EnvVar {
+	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
+}
+
+// addEnv sets what the JVM needs. The Spark conf refers to the pod name and
+// IP through ${env:...}, which Spark resolves for ConfigEntry reads.
+func addEnv(pod *corev1.Pod, p *plan, done *Status) error {
+	c := p.container(pod)
+	var localDirs []string
+	for i := 1; i <= p.pol.LocalDirs.Count; i++ {
+		localDirs = append(localDirs, fmt.Sprintf("%s%s%d", LocalDirRoot, VolumeLocal, i))
+	}
+	own := []corev1.EnvVar{
+		fieldEnv(envPodName, "metadata.name"),
+		fieldEnv(envPodIP, "status.podIP"),
+		fieldEnv(envBindAddress, "status.podIP"),
+		{Name: "SPARK_CONF_DIR", Value: ConfDir},
+		// fabric8 would otherwise pick up a kubeconfig or a service-account
+		// token and send it to the sidecar (spark-fabric8-wire.md, 2g).
+		{Name: "KUBERNETES_AUTH_TRYKUBECONFIG", Value: "false"},
+		{Name: "KUBERNETES_AUTH_TRYSERVICEACCOUNT", Value: "false"},
+	}
+	if len(localDirs) > 0 {
+		own = append(own, corev1.EnvVar{Name: "SPARK_LOCAL_DIRS", Value: strings.Join(localDirs, ",")})
+	}
+	if p.pol.HadoopConfigMap != "" {
+		own = append(own, corev1.EnvVar{Name: "HADOOP_CONF_DIR", Value: HadoopConfDir})
+	}
+	for _, e := range own {
+		c.Env = upsert(c.Env, e, envName, true)
+		done.Env = append(done.Env, e.Name)
+	}
+	// With a proxy configured, the JVM must still reach the sidecar directly.
+	for _, proxy := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
+		if !hasEnv(c.Env, proxy) {
+			continue
+		}
+		for _, np := range []string{"NO_PROXY", "no_proxy"} {
+			i := envIndex(c.Env, np)
+			switch {
+			case i < 0:
+				c.Env = append(c.Env, corev1.EnvVar{Name: np, Value: "127.0.0.1"})
+			case c.Env[i].ValueFrom == nil && !containsItem(c.Env[i].Value, "127.0.0.1"):
+				c.Env[i].Value = strings.TrimPrefix(c.Env[i].Value+",127.0.0.1", ",")
+			}
+		}
+		break
+	}
+	return nil
+}
+
+func containsItem(list, item string) bool {
+	for _, s := range strings.Split(list, ",") {
+		if strings.TrimSpace(s) == item {
+			return true
+		}
+	}
+	return false
+}

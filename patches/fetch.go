@@ -1,0 +1,62 @@
+package patches
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/fetch"
+)
+
+// planFetch reads the pod's remote dependencies, refuses what the fetch
+// policy forbids, and adds where they land to the Spark configuration.
+func planFetch(pod *corev1.Pod, p *plan) error {
+	text, ok := pod.Annotations[fetch.Annotation]
+	if !ok {
+		return nil
+	}
+	entries, err := fetch.ParseAnnotation(text)
+	if err != nil {
+		return &Refused{Reason: "bad-fetch", Message: err.Error()}
+	}
+	if err := p.pol.CheckFetch(entries); err != nil {
+		return &Refused{Reason: "fetch-not-allowed", Message: err.Error()}
+	}
+	p.fetch = entries
+	for k, v := range fetch.SparkConf(entries) {
+		if have := p.conf[k]; have != "" && !strings.Contains(have, v) {
+			v = have + "," + v
+		}
+		p.conf[k] = v
+	}
+	return nil
+}
+
+// addInitContainer adds the init container that fetches the dependencies.
+func addInitContainer(pod *corev1.Pod, p *plan, done *Status) error {
+	if p.fetch == nil {
+		return nil
+	}
+	pol, err := fetch.Intersect(p.pol.Fetch...)
+	if err != nil {
+		return err
+	}
+	args := fetch.InitArgs(pol, PodInfoDir+"/"+FetchFile)
+	init := corev1.Container{
+		Name:            InitName,
+		Image:           p.pol.Sidecar.Image,
+		ImagePullPolicy: p.pol.Sidecar.ImagePullPolicy,
+		Args:            append([]string{"init"}, args...),
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
+			{Name: VolumeDeps, MountPath: fetch.MountPath},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restrictedContext(),
+	}
+	// Appended, not inserted, so the pod's own init containers keep their
+	// positions and the patch leaves them untouched.
+	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, init, len(pod.Spec.InitContainers))
+	done.InitContainers = append(done.InitContainers, InitName)
+	return nil
+}

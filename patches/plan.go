@@ -1,0 +1,23 @@
+package patches
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// plan is what the driver steps work from. The checks fill it in, in order,
+// from the pod and the policy; the steps only read it.
+type plan struct {
+	in       Input // its Namespace is set
+	pol      *policy.Effective
+	spark    int               // index of the Spark container
+	conf     map[string]string // the effective Spark configuration
+	confText string            // conf rendered for the annotation the JVM reads
+	fetch    []fetch.Entry     // the remote dependencies; nil when none
+	appID    string
+}
+
+// container is the pod's Spark container.
+func (p *plan) container(pod *corev1.Pod) *corev1.Container { return &pod.Spec.Containers[p.spark] }

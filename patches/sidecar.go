@@ -1,0 +1,90 @@
+package patches
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/sparklet/sparklet/policy"
+)
+
+// addSidecar injects the sidecar as a native sidecar: an init container
+// with restartPolicy Always, so the JVM starts only once it is ready and a
+// Job's pod completes when the driver exits.
+func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
+	pol, err := json.Marshal(p.pol)
+	if err != nil {
+		return fmt.Errorf("encode policy for the sidecar: %w", err)
+	}
+	env := policy.SidecarEnv{
+		Listen:         p.pol.Sidecar.Listen(),
+		MetricsListen:  p.pol.Sidecar.MetricsListen(),
+		TokenFile:      TokenFile,
+		SparkContainer: p.container(pod).Name,
+		PolicyJSON:     string(pol),
+		ConfSHA256:     ConfDigest(p.confText),
+	}.EnvVars()
+	// The Go runtime collects harder as the heap nears the container's
+	// memory limit, instead of running into it: the sidecar's memory grows
+	// with the executors it caches.
+	env = append(env, corev1.EnvVar{Name: "GOMEMLIMIT", ValueFrom: &corev1.EnvVarSource{
+		ResourceFieldRef: &corev1.ResourceFieldSelector{Resource: "limits.memory", Divisor: resource.MustParse("1")}}})
+	always := corev1.ContainerRestartPolicyAlways
+	metrics := intstr.FromInt32(p.pol.Sidecar.MetricsPort)
+	sc := corev1.Container{
+		Name:            SidecarName,
+		Image:           p.pol.Sidecar.Image,
+		ImagePullPolicy: p.pol.Sidecar.ImagePullPolicy,
+		Args:            []string{"sidecar"},
+		RestartPolicy:   &always,
+		Env:             env,
+		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: p.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
+		StartupProbe: &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: metrics}},
+			PeriodSeconds:    1,
+			FailureThreshold: 120,
+		},
+		LivenessProbe: &corev1.Probe{
+			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: metrics}},
+			PeriodSeconds: 10,
+		},
+		VolumeMounts: []corev1.VolumeMount{
+			{Name: VolumeJVM, MountPath: JVMDir},
+			{Name: VolumeToken, MountPath: ServiceAccount, ReadOnly: true},
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          restrictedContext(),
+	}
+	if r := p.pol.Sidecar.Resources; r != nil {
+		sc.Resources = *r.DeepCopy()
+	}
+	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, sc, len(pod.Spec.InitContainers))
+	done.InitContainers = append(done.InitContainers, SidecarName)
+	return nil
+}
+
+// ConfDigest is the hex sha256 of a rendered effective configuration.
+func ConfDigest(conf string) string {
+	sum := sha256.Sum256([]byte(conf))
+	return hex.EncodeToString(sum[:])
+}
+
+// restrictedContext is the security context of the containers sparklet
+// injects.
+func restrictedContext() *corev1.SecurityContext {
+	yes, no := true, false
+	uid := sidecarUID
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             &yes,
+		RunAsUser:                &uid,
+		ReadOnlyRootFilesystem:   &yes,
+		AllowPrivilegeEscalation: &no,
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+	}
+}
