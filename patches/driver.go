@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -43,7 +43,7 @@ type driver struct {
 	user    map[string]string // the pod's sparklet.io/spark-conf
 	conf    map[string]string // the effective configuration
 	appID   string
-	fetch   []fetch.Entry
+	fetch   []spec.Entry
 	volumes []string // volumes sparklet owns in this pod
 	env     []string // env vars sparklet set on the Spark container
 	removed []string // token volumes taken away from the pod's containers
@@ -368,11 +368,11 @@ func (d *driver) checkImages() error {
 }
 
 func (d *driver) parseFetch() error {
-	text, ok := d.pod.Annotations[fetch.Annotation]
+	text, ok := d.pod.Annotations[spec.Annotation]
 	if !ok {
 		return nil
 	}
-	entries, err := fetch.ParseAnnotation(text)
+	entries, err := spec.ParseAnnotation(text)
 	if err != nil {
 		return &Refused{Reason: "bad-fetch", Message: err.Error()}
 	}
@@ -380,7 +380,7 @@ func (d *driver) parseFetch() error {
 		return &Refused{Reason: "fetch-not-allowed", Message: err.Error()}
 	}
 	d.fetch = entries
-	for k, v := range fetch.SparkConf(entries) {
+	for k, v := range spec.SparkConf(entries) {
 		if have := d.conf[k]; have != "" && !strings.Contains(have, v) {
 			v = have + "," + v
 		}
@@ -506,7 +506,7 @@ func (d *driver) addVolumes() error {
 	if d.fetch != nil {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     FetchFile,
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + fetch.Annotation + "']"},
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + spec.Annotation + "']"},
 		})
 	}
 	ownVolume(corev1.Volume{Name: VolumeConf, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}})
@@ -544,7 +544,7 @@ func (d *driver) addVolumes() error {
 	}
 	if d.fetch != nil {
 		ownVolume(corev1.Volume{Name: VolumeDeps, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		mount(c, corev1.VolumeMount{Name: VolumeDeps, MountPath: fetch.MountPath})
+		mount(c, corev1.VolumeMount{Name: VolumeDeps, MountPath: spec.MountPath})
 	}
 	return nil
 }
@@ -624,11 +624,11 @@ func (d *driver) addInitContainer() error {
 	if d.fetch == nil {
 		return nil
 	}
-	pol, err := fetch.Intersect(d.pol.Fetch...)
+	pol, err := spec.Intersect(d.pol.Fetch...)
 	if err != nil {
 		return err
 	}
-	args := fetch.InitArgs(pol, PodInfoDir+"/"+FetchFile)
+	args := spec.InitArgs(pol, PodInfoDir+"/"+FetchFile)
 	init := corev1.Container{
 		Name:            InitName,
 		Image:           d.pol.Sidecar.Image,
@@ -636,7 +636,7 @@ func (d *driver) addInitContainer() error {
 		Args:            append([]string{"init"}, args...),
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
-			{Name: VolumeDeps, MountPath: fetch.MountPath},
+			{Name: VolumeDeps, MountPath: spec.MountPath},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restrictedContext(),

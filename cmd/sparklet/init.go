@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // runInit is the sparklet-init container: it fetches the pod's remote
@@ -18,10 +19,10 @@ import (
 func runInit(args []string) error {
 	fs := flag.NewFlagSet("init", flag.ContinueOnError)
 	cfg := fetch.Config{}
-	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "", "the file the downward API projects the pod's "+fetch.Annotation+" annotation into (required)")
-	fs.StringVar(&cfg.Dest, "dest", fetch.MountPath, "the directory the files land in")
-	fs.StringVar(&cfg.Policy.MaxSize, "max-size", fetch.DefaultMaxSize, "largest download, and largest unpacked archive (a quantity)")
-	fs.StringVar(&cfg.Policy.Timeout, "timeout", fetch.DefaultTimeout.String(), "time limit for all files together")
+	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "", "the file the downward API projects the pod's "+spec.Annotation+" annotation into (required)")
+	fs.StringVar(&cfg.Dest, "dest", spec.MountPath, "the directory the files land in")
+	fs.StringVar(&cfg.Policy.MaxSize, "max-size", spec.DefaultMaxSize, "largest download, and largest unpacked archive (a quantity)")
+	fs.StringVar(&cfg.Policy.Timeout, "timeout", spec.DefaultTimeout.String(), "time limit for all files together")
 	requireSHA := fs.Bool("require-sha256", false, "refuse entries without a sha256")
 	fs.Func("allowed-url-prefix", "an allowed URL prefix; repeat the flag for more (none: any http or https URL)", func(s string) error {
 		cfg.Policy.AllowedURLPrefixes = append(cfg.Policy.AllowedURLPrefixes, s)

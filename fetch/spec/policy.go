@@ -1,10 +1,9 @@
-package fetch
+package spec
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -202,18 +201,4 @@ func InitArgs(p Policy, annotationFile string) []string {
 		args = append(args, "--allowed-url-prefix="+prefix)
 	}
 	return args
-}
-
-// formatBytes prints n in binary units for messages.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
