@@ -436,9 +436,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no annotation file", func(c *Config) { c.AnnotationFile = "" }, "--annotation-file is required"},
 		{"relative dest", func(c *Config) { c.Dest = "deps" }, `--dest "deps" must be an absolute directory, normally /opt/sparklet/deps`},
 		{"negative retries", func(c *Config) { c.Retries = -1 }, "--retries -1 must be 0 or more"},
-		{"bad size flag", func(c *Config) { c.Policy.MaxSize = "2GG" }, `--max-size "2GG" is not a quantity; write for example 500Mi or 2Gi`},
-		{"bad timeout flag", func(c *Config) { c.Policy.Timeout = "10" }, `--timeout "10" is not a duration`},
-		{"bad prefix flag", func(c *Config) { c.Policy.AllowedURLPrefixes = []string{"repo/"} }, `--allowed-url-prefix[0]: "repo/" must start with http:// or https://`},
+		{"bad size", func(c *Config) { c.Policy.MaxSize = "2GG" }, `SPARKLET_FETCH_POLICY: fetch.maxSize: "2GG" is not a quantity; write for example 500Mi or 2Gi`},
+		{"bad timeout", func(c *Config) { c.Policy.Timeout = "10" }, `SPARKLET_FETCH_POLICY: fetch.timeout: "10" is not a duration`},
+		{"bad prefix", func(c *Config) { c.Policy.AllowedURLPrefixes = []string{"repo/"} }, `SPARKLET_FETCH_POLICY: fetch.allowedURLPrefixes[0]: "repo/" must start with http:// or https://`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good

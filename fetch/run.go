@@ -27,7 +27,8 @@ type Config struct {
 	AnnotationFile string
 	// Dest is the directory the entries' dests are relative to (spec.MountPath).
 	Dest string
-	// Policy is checked again here, and sets the size and time limits.
+	// Policy, from spec.PolicyEnv, is checked again here, and sets the
+	// size and time limits.
 	Policy spec.Policy
 	// Retries is how many failed attempts in a row a file may have after
 	// the first; an attempt that received bytes resets the count.
@@ -50,7 +51,7 @@ const (
 	DefaultProgressEvery = 5 * time.Second
 )
 
-// Validate names the flag at fault.
+// Validate names the flag, or the policy field, at fault.
 func (c Config) Validate() error {
 	var errs []string
 	if c.AnnotationFile == "" {
@@ -66,9 +67,7 @@ func (c Config) Validate() error {
 		errs = append(errs, "--backoff, --max-backoff and --progress-every must not be negative")
 	}
 	if err := c.Policy.Validate(); err != nil {
-		// The policy reached this process as flags: name the flags.
-		errs = append(errs, strings.NewReplacer("fetch.maxSize:", "--max-size", "fetch.timeout:", "--timeout",
-			"fetch.allowedURLPrefixes", "--allowed-url-prefix").Replace(err.Error()))
+		errs = append(errs, spec.PolicyEnv+": "+err.Error())
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))

@@ -628,12 +628,16 @@ func (d *driver) addInitContainer() error {
 	if err != nil {
 		return err
 	}
-	args := spec.InitArgs(pol, PodInfoDir+"/"+FetchFile)
+	polJSON, err := spec.EncodePolicy(pol)
+	if err != nil {
+		return err
+	}
 	init := corev1.Container{
 		Name:            InitName,
 		Image:           d.pol.Sidecar.Image,
 		ImagePullPolicy: d.pol.Sidecar.ImagePullPolicy,
-		Args:            append([]string{"init"}, args...),
+		Args:            append([]string{"init"}, spec.InitArgs(PodInfoDir+"/"+FetchFile)...),
+		Env:             []corev1.EnvVar{{Name: spec.PolicyEnv, Value: polJSON}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
 			{Name: VolumeDeps, MountPath: spec.MountPath},
