@@ -19,9 +19,13 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 func digest(b []byte) string { h := sha256.Sum256(b); return hex.EncodeToString(h[:]) }
+
+func ptr[T any](v T) *T { return &v }
 
 // payload is 1 MiB that does not repeat with a short period, so a resume
 // at the wrong offset changes the digest.
@@ -80,7 +84,7 @@ type run struct {
 	logs *bytes.Buffer
 }
 
-func newRun(t *testing.T, annotation string, p Policy) *run {
+func newRun(t *testing.T, annotation string, p spec.Policy) *run {
 	t.Helper()
 	dir := t.TempDir()
 	ann := filepath.Join(dir, "podinfo-fetch")
@@ -175,7 +179,7 @@ func wantError(t *testing.T, err error, parts ...string) {
 
 func TestGoodFile(t *testing.T) {
 	srv := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) })
-	r := newRun(t, fmt.Sprintf("- url: %s/libs/udfs.jar\n  sha256: %q\n", srv.URL, strings.ToUpper(digest(payload))), Policy{})
+	r := newRun(t, fmt.Sprintf("- url: %s/libs/udfs.jar\n  sha256: %q\n", srv.URL, strings.ToUpper(digest(payload))), spec.Policy{})
 	r.cfg.ProgressEvery = time.Nanosecond
 	if err := r.run(t); err != nil {
 		t.Fatal(err)
@@ -203,7 +207,7 @@ func TestGoodFile(t *testing.T) {
 
 func TestRestartedInitKeepsPinnedFiles(t *testing.T) {
 	srv := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) })
-	r := newRun(t, fmt.Sprintf("- url: %s/a.jar\n  sha256: %q\n- %s/b.txt\n", srv.URL, digest(payload), srv.URL), Policy{})
+	r := newRun(t, fmt.Sprintf("- url: %s/a.jar\n  sha256: %q\n- %s/b.txt\n", srv.URL, digest(payload), srv.URL), spec.Policy{})
 	if err := os.MkdirAll(r.cfg.Dest, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +231,7 @@ func TestRestartedInitKeepsPinnedFiles(t *testing.T) {
 func TestWrongChecksumLeavesNothing(t *testing.T) {
 	srv := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) })
 	wrong := strings.Repeat("0", 64)
-	r := newRun(t, fmt.Sprintf(`[{"url": "%s/lib/a.jar", "sha256": "%s", "dest": "lib/a.jar"}]`, srv.URL, wrong), Policy{})
+	r := newRun(t, fmt.Sprintf(`[{"url": "%s/lib/a.jar", "sha256": "%s", "dest": "lib/a.jar"}]`, srv.URL, wrong), spec.Policy{})
 	err := r.run(t)
 	wantError(t, err, srv.URL+"/lib/a.jar: sha256 mismatch: the annotation pins "+wrong+" but the 1.0 MiB downloaded hash to "+digest(payload)+"; nothing was kept")
 	if got := r.contents(t); !slices.Equal(got, []string{"lib/"}) {
@@ -293,7 +297,7 @@ func TestInterruptedDownloads(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, tc.handler)
-			r := newRun(t, fmt.Sprintf("- url: %s/a.jar\n  sha256: %q\n", srv.URL, digest(payload)), Policy{})
+			r := newRun(t, fmt.Sprintf("- url: %s/a.jar\n  sha256: %q\n", srv.URL, digest(payload)), spec.Policy{})
 			if err := r.run(t); err != nil {
 				t.Fatal(err)
 			}
@@ -328,20 +332,20 @@ func TestFailures(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
 		handler  func(n int, w http.ResponseWriter, r *http.Request)
-		policy   Policy
+		policy   spec.Policy
 		requests int
 		want     string // after "<url>: "
 	}{
 		{"404", func(_ int, w http.ResponseWriter, _ *http.Request) { http.NotFound(w, nil) },
-			Policy{}, 1, "HTTP 404 Not Found"},
+			spec.Policy{}, 1, "HTTP 404 Not Found"},
 		{"403 is not retried", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusForbidden) },
-			Policy{}, 1, "HTTP 403 Forbidden; sparklet init sends no credentials, so the file must be readable without them"},
+			spec.Policy{}, 1, "HTTP 403 Forbidden; sparklet init sends no credentials, so the file must be readable without them"},
 		{"500 until the retries run out", func(_ int, w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusInternalServerError) },
-			Policy{}, 4, "gave up after 4 failed attempts in a row: HTTP 500 Internal Server Error"},
+			spec.Policy{}, 4, "gave up after 4 failed attempts in a row: HTTP 500 Internal Server Error"},
 		{"Content-Length over maxSize", func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) },
-			Policy{MaxSize: "100Ki"}, 1, "the file is 1.0 MiB, more than the 100.0 KiB allowed (fetch.maxSize in the platform policy)"},
+			spec.Policy{MaxSize: "100Ki"}, 1, "the file is 1.0 MiB, more than the 100.0 KiB allowed (fetch.maxSize in the platform policy)"},
 		{"chunked past maxSize", chunked,
-			Policy{MaxSize: "3000"}, 1, "the download passed the 2.9 KiB allowed (fetch.maxSize in the platform policy)"},
+			spec.Policy{MaxSize: "3000"}, 1, "the download passed the 2.9 KiB allowed (fetch.maxSize in the platform policy)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := newServer(t, tc.handler)
@@ -369,7 +373,7 @@ func TestTimeLimit(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) }) // runs before srv.Close
-	r := newRun(t, srv.URL+"/slow.jar", Policy{Timeout: "300ms"})
+	r := newRun(t, srv.URL+"/slow.jar", spec.Policy{Timeout: "300ms"})
 	wantError(t, r.run(t), srv.URL+"/slow.jar: not finished within the time limit of 300ms (fetch.timeout in the platform policy); 4.0 KiB of it had arrived")
 	if got := r.contents(t); len(got) != 0 {
 		t.Errorf("dest holds %v, want nothing", got)
@@ -380,11 +384,11 @@ func TestInitChecksThePolicyAgain(t *testing.T) {
 	srv := newServer(t, func(_ int, w http.ResponseWriter, r *http.Request) { serveWhole(w, r, payload) })
 	for _, tc := range []struct {
 		name   string
-		policy Policy
+		policy spec.Policy
 		want   string
 	}{
-		{"sha256 required", Policy{RequireSHA256: ptr(true)}, "the platform policy (fetch.requireSHA256) requires a sha256"},
-		{"outside the allow-list", Policy{AllowedURLPrefixes: []string{"https://repo.example.com/"}}, "the platform policy (fetch.allowedURLPrefixes) allows only URLs starting with https://repo.example.com/"},
+		{"sha256 required", spec.Policy{RequireSHA256: ptr(true)}, "the platform policy (fetch.requireSHA256) requires a sha256"},
+		{"outside the allow-list", spec.Policy{AllowedURLPrefixes: []string{"https://repo.example.com/"}}, "the platform policy (fetch.allowedURLPrefixes) allows only URLs starting with https://repo.example.com/"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newRun(t, srv.URL+"/a.jar", tc.policy)
@@ -397,7 +401,7 @@ func TestInitChecksThePolicyAgain(t *testing.T) {
 }
 
 func TestBadAnnotationFile(t *testing.T) {
-	r := newRun(t, "ftp://h/a.jar", Policy{})
+	r := newRun(t, "ftp://h/a.jar", spec.Policy{})
 	wantError(t, r.run(t), `sparklet.io/fetch entry 1 (ftp://h/a.jar): url "ftp://h/a.jar": the scheme must be http or https`)
 	r.cfg.AnnotationFile = filepath.Join(t.TempDir(), "missing")
 	wantError(t, r.run(t), "read the sparklet.io/fetch annotation: open "+r.cfg.AnnotationFile)
@@ -422,7 +426,7 @@ func TestTerminationMessage(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	good := Config{AnnotationFile: "/etc/sparklet/podinfo/fetch", Dest: MountPath, Retries: 4}
+	good := Config{AnnotationFile: "/etc/sparklet/podinfo/fetch", Dest: spec.MountPath, Retries: 4}
 	for _, tc := range []struct {
 		name string
 		edit func(*Config)
@@ -432,9 +436,9 @@ func TestConfigValidate(t *testing.T) {
 		{"no annotation file", func(c *Config) { c.AnnotationFile = "" }, "--annotation-file is required"},
 		{"relative dest", func(c *Config) { c.Dest = "deps" }, `--dest "deps" must be an absolute directory, normally /opt/sparklet/deps`},
 		{"negative retries", func(c *Config) { c.Retries = -1 }, "--retries -1 must be 0 or more"},
-		{"bad size flag", func(c *Config) { c.Policy.MaxSize = "2GG" }, `--max-size "2GG" is not a quantity; write for example 500Mi or 2Gi`},
-		{"bad timeout flag", func(c *Config) { c.Policy.Timeout = "10" }, `--timeout "10" is not a duration`},
-		{"bad prefix flag", func(c *Config) { c.Policy.AllowedURLPrefixes = []string{"repo/"} }, `--allowed-url-prefix[0]: "repo/" must start with http:// or https://`},
+		{"bad size", func(c *Config) { c.Policy.MaxSize = "2GG" }, `SPARKLET_FETCH_POLICY: fetch.maxSize: "2GG" is not a quantity; write for example 500Mi or 2Gi`},
+		{"bad timeout", func(c *Config) { c.Policy.Timeout = "10" }, `SPARKLET_FETCH_POLICY: fetch.timeout: "10" is not a duration`},
+		{"bad prefix", func(c *Config) { c.Policy.AllowedURLPrefixes = []string{"repo/"} }, `SPARKLET_FETCH_POLICY: fetch.allowedURLPrefixes[0]: "repo/" must start with http:// or https://`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good

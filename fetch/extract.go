@@ -13,6 +13,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // MaxArchiveEntries caps the entries of one archive, so that millions of
@@ -46,12 +48,12 @@ func extract(ctx context.Context, archive, dest, kind string, maxBytes int64) (f
 	defer root.Close()
 	u := &unpacker{ctx: ctx, root: root, max: maxBytes}
 	switch kind {
-	case TarGz:
+	case spec.TarGz:
 		err = u.tarGz(archive)
-	case Zip:
+	case spec.Zip:
 		err = u.zip(archive)
 	default:
-		err = fmt.Errorf("extract %q: must be %s or %s", kind, TarGz, Zip)
+		err = fmt.Errorf("extract %q: must be %s or %s", kind, spec.TarGz, spec.Zip)
 	}
 	if err != nil {
 		return 0, 0, err

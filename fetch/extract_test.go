@@ -16,6 +16,8 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // tarEntry is one header, with Body for regular files.
@@ -156,7 +158,7 @@ func TestExtractGood(t *testing.T) {
 		data func(t *testing.T) []byte
 		want []string
 	}{
-		{"tar.gz", TarGz, func(t *testing.T) []byte {
+		{"tar.gz", spec.TarGz, func(t *testing.T) []byte {
 			return tarGz(t,
 				dir("./"), dir("env/"),
 				tarEntry{Name: "env/bin/python", Body: "#!py", Type: tar.TypeReg, Mode: 0o4777},
@@ -167,7 +169,7 @@ func TestExtractGood(t *testing.T) {
 				file("env/lib64/late.py", "through an inside link"),
 			)
 		}, []string{"env/", "env/bin/", "env/bin/python", "env/bin/python3 -> python", "env/bin/python3.12", "env/lib/", "env/lib/late.py", "env/lib/site.py", "env/lib64 -> lib"}},
-		{"zip", Zip, func(t *testing.T) []byte {
+		{"zip", spec.Zip, func(t *testing.T) []byte {
 			return zipOf(t,
 				zipEntry{Name: "models/"},
 				zipEntry{Name: "models/v2.bin", Body: bytes.Repeat([]byte{1}, 1000)},
@@ -194,7 +196,7 @@ func TestExtractGood(t *testing.T) {
 		})
 	}
 	// Modes: readable by all, executables kept, setuid dropped.
-	out, _, _, err := unpack(t, TarGz, tarGz(t, tarEntry{Name: "x", Body: "#!", Type: tar.TypeReg, Mode: 0o4700}, tarEntry{Name: "y", Type: tar.TypeReg, Mode: 0o600}), 100)
+	out, _, _, err := unpack(t, spec.TarGz, tarGz(t, tarEntry{Name: "x", Body: "#!", Type: tar.TypeReg, Mode: 0o4700}, tarEntry{Name: "y", Type: tar.TypeReg, Mode: 0o600}), 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,46 +216,46 @@ func TestExtractRefuses(t *testing.T) {
 		data func(t *testing.T) []byte
 		want string
 	}{
-		{"tar ../ entry", TarGz, func(t *testing.T) []byte { return tarGz(t, file("ok", "1"), file("../evil", "x")) },
+		{"tar ../ entry", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, file("ok", "1"), file("../evil", "x")) },
 			`archive entry "../evil" contains .., which would leave the destination`},
-		{"tar .. inside a path", TarGz, func(t *testing.T) []byte { return tarGz(t, file("a/../../evil", "x")) },
+		{"tar .. inside a path", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, file("a/../../evil", "x")) },
 			`archive entry "a/../../evil" contains ..`},
-		{"tar absolute path", TarGz, func(t *testing.T) []byte { return tarGz(t, file("/tmp/evil", "x")) },
+		{"tar absolute path", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, file("/tmp/evil", "x")) },
 			`archive entry "/tmp/evil" has an absolute path`},
-		{"tar absolute symlink", TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("etc", "/etc"), file("etc/evil", "x")) },
+		{"tar absolute symlink", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("etc", "/etc"), file("etc/evil", "x")) },
 			`archive entry "etc" is a symlink to "/etc", outside the destination`},
-		{"tar relative symlink out", TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("a/up", "../../..")) },
+		{"tar relative symlink out", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("a/up", "../../..")) },
 			`archive entry "a/up" is a symlink to "../../..", outside the destination`},
-		{"tar symlink out through another symlink", TarGz, func(t *testing.T) []byte {
+		{"tar symlink out through another symlink", spec.TarGz, func(t *testing.T) []byte {
 			return tarGz(t, symlink("a/b", ".."), symlink("a/b/c", ".."))
 		}, `archive entry "c" is a symlink to "..", which resolves outside the destination`},
-		{"tar file written through an escaping link", TarGz, func(t *testing.T) []byte {
+		{"tar file written through an escaping link", spec.TarGz, func(t *testing.T) []byte {
 			return tarGz(t, symlink("a/b", ".."), symlink("a/b/c", ".."), file("a/b/c/evil", "x"))
 		}, `archive entry "a/b/c/evil"`},
-		{"tar dangling symlink", TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("x", "nowhere")) },
+		{"tar dangling symlink", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, symlink("x", "nowhere")) },
 			`archive entry "x" is a symlink to "nowhere", which is not in the archive`},
-		{"tar hard link out", TarGz, func(t *testing.T) []byte { return tarGz(t, hardlink("passwd", "../../etc/passwd")) },
+		{"tar hard link out", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, hardlink("passwd", "../../etc/passwd")) },
 			`archive entry "passwd" is a hard link to "../../etc/passwd", outside the destination`},
-		{"tar hard link to nothing", TarGz, func(t *testing.T) []byte { return tarGz(t, hardlink("x", "y")) },
+		{"tar hard link to nothing", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, hardlink("x", "y")) },
 			`archive entry "x" is a hard link to "y", which is not a file unpacked before it`},
-		{"tar device", TarGz, func(t *testing.T) []byte { return tarGz(t, tarEntry{Name: "null", Type: tar.TypeChar}) },
+		{"tar device", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, tarEntry{Name: "null", Type: tar.TypeChar}) },
 			`archive entry "null" is a device, FIFO or other special file`},
-		{"tar past the size limit", TarGz, func(t *testing.T) []byte { return tarGz(t, file("a", "12345"), file("b", "67890")) },
+		{"tar past the size limit", spec.TarGz, func(t *testing.T) []byte { return tarGz(t, file("a", "12345"), file("b", "67890")) },
 			`the archive unpacks to more than the 8 B allowed (fetch.maxSize in the platform policy); refused at entry "b"`},
-		{"not gzip", TarGz, func(t *testing.T) []byte { return []byte("plain text") },
+		{"not gzip", spec.TarGz, func(t *testing.T) []byte { return []byte("plain text") },
 			`not a tar.gz file`},
-		{"zip bomb", Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "zeros", Body: zeros}) },
+		{"zip bomb", spec.Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "zeros", Body: zeros}) },
 			`the archive declares 8.0 MiB unpacked, more than the 1.0 MiB allowed`},
-		{"zip bomb with a lying header", Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "zeros", Body: zeros, Size: 1000}) },
+		{"zip bomb with a lying header", spec.Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "zeros", Body: zeros, Size: 1000}) },
 			`archive entry "zeros"`},
-		{"zip ../ entry", Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "../evil", Body: []byte("x")}) },
+		{"zip ../ entry", spec.Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: "../evil", Body: []byte("x")}) },
 			`archive entry "../evil" contains ..`},
-		{"zip backslashes", Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: `..\evil`, Body: []byte("x")}) },
+		{"zip backslashes", spec.Zip, func(t *testing.T) []byte { return zipOf(t, zipEntry{Name: `..\evil`, Body: []byte("x")}) },
 			`uses \ in its path`},
-		{"zip absolute symlink", Zip, func(t *testing.T) []byte {
+		{"zip absolute symlink", spec.Zip, func(t *testing.T) []byte {
 			return zipOf(t, zipEntry{Name: "etc", Body: []byte("/etc"), Mode: fs.ModeSymlink | 0o777})
 		}, `archive entry "etc" is a symlink to "/etc", outside the destination`},
-		{"not zip", Zip, func(t *testing.T) []byte { return []byte("plain text") },
+		{"not zip", spec.Zip, func(t *testing.T) []byte { return []byte("plain text") },
 			`not a zip file`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -283,7 +285,7 @@ func TestFetchAndUnpack(t *testing.T) {
 		}
 		serveWhole(w, r, archive)
 	})
-	r := newRun(t, fmt.Sprintf("- url: %s/envs/pyenv.tar.gz\n  sha256: %q\n  extract: tar.gz\n", srv.URL, digest(archive)), Policy{})
+	r := newRun(t, fmt.Sprintf("- url: %s/envs/pyenv.tar.gz\n  sha256: %q\n  extract: tar.gz\n", srv.URL, digest(archive)), spec.Policy{})
 	if err := r.run(t); err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +297,7 @@ func TestFetchAndUnpack(t *testing.T) {
 		t.Errorf("log lines %v, want one with files: 2", l)
 	}
 
-	r = newRun(t, fmt.Sprintf("- url: %s/bomb.zip\n  extract: zip\n", srv.URL), Policy{MaxSize: "1Mi"})
+	r = newRun(t, fmt.Sprintf("- url: %s/bomb.zip\n  extract: zip\n", srv.URL), spec.Policy{MaxSize: "1Mi"})
 	wantError(t, r.run(t), srv.URL+"/bomb.zip: the archive declares 4.0 MiB unpacked, more than the 1.0 MiB allowed (fetch.maxSize in the platform policy)")
 	if got := r.contents(t); len(got) != 0 {
 		t.Errorf("dest holds %q after a refused archive, want nothing", got)
@@ -310,7 +312,7 @@ func TestExtractStopsWhenTheContextEnds(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, _, err := extract(ctx, archive, filepath.Join(base, "out"), TarGz, 100); !errors.Is(err, context.Canceled) {
+	if _, _, err := extract(ctx, archive, filepath.Join(base, "out"), spec.TarGz, 100); !errors.Is(err, context.Canceled) {
 		t.Errorf("got %v, want context.Canceled", err)
 	}
 	if got := tree(t, base); !slices.Equal(got, []string{"a.tar.gz"}) {

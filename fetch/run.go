@@ -1,3 +1,4 @@
+// Package fetch runs `sparklet init`: it downloads, verifies and unpacks a pod's dependencies.
 package fetch
 
 import (
@@ -10,10 +11,13 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // Config is what `sparklet init` runs with.
@@ -21,10 +25,11 @@ type Config struct {
 	// AnnotationFile holds the pod's sparklet.io/fetch annotation,
 	// projected by a downward API volume.
 	AnnotationFile string
-	// Dest is the directory the entries' dests are relative to (MountPath).
+	// Dest is the directory the entries' dests are relative to (spec.MountPath).
 	Dest string
-	// Policy is checked again here, and sets the size and time limits.
-	Policy Policy
+	// Policy, from spec.PolicyEnv, is checked again here, and sets the
+	// size and time limits.
+	Policy spec.Policy
 	// Retries is how many failed attempts in a row a file may have after
 	// the first; an attempt that received bytes resets the count.
 	Retries int
@@ -46,14 +51,14 @@ const (
 	DefaultProgressEvery = 5 * time.Second
 )
 
-// Validate names the flag at fault.
+// Validate names the flag, or the policy field, at fault.
 func (c Config) Validate() error {
 	var errs []string
 	if c.AnnotationFile == "" {
-		errs = append(errs, "--annotation-file is required: the file the downward API projects the "+Annotation+" annotation into")
+		errs = append(errs, "--annotation-file is required: the file the downward API projects the "+spec.Annotation+" annotation into")
 	}
 	if !filepath.IsAbs(c.Dest) {
-		errs = append(errs, fmt.Sprintf("--dest %q must be an absolute directory, normally %s", c.Dest, MountPath))
+		errs = append(errs, fmt.Sprintf("--dest %q must be an absolute directory, normally %s", c.Dest, spec.MountPath))
 	}
 	if c.Retries < 0 {
 		errs = append(errs, fmt.Sprintf("--retries %d must be 0 or more", c.Retries))
@@ -62,9 +67,7 @@ func (c Config) Validate() error {
 		errs = append(errs, "--backoff, --max-backoff and --progress-every must not be negative")
 	}
 	if err := c.Policy.Validate(); err != nil {
-		// The policy reached this process as flags: name the flags.
-		errs = append(errs, strings.NewReplacer("fetch.maxSize:", "--max-size", "fetch.timeout:", "--timeout",
-			"fetch.allowedURLPrefixes", "--allowed-url-prefix").Replace(err.Error()))
+		errs = append(errs, spec.PolicyEnv+": "+err.Error())
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -105,9 +108,9 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	data, err := os.ReadFile(cfg.AnnotationFile)
 	if err != nil {
-		return fmt.Errorf("read the %s annotation: %w", Annotation, err)
+		return fmt.Errorf("read the %s annotation: %w", spec.Annotation, err)
 	}
-	entries, err := ParseAnnotation(string(data))
+	entries, err := spec.ParseAnnotation(string(data))
 	if err != nil {
 		return err
 	}
@@ -143,7 +146,7 @@ func Run(ctx context.Context, cfg Config) error {
 }
 
 // fetchOne puts one entry in place and returns the bytes downloaded.
-func (c Config) fetchOne(ctx context.Context, e Entry) (int64, error) {
+func (c Config) fetchOne(ctx context.Context, e spec.Entry) (int64, error) {
 	final := filepath.Join(c.Dest, filepath.FromSlash(e.Dest))
 	dir := filepath.Dir(final)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -240,4 +243,18 @@ func OneLine(err error) string {
 // /dev/termination-log), where `kubectl describe pod` finds it.
 func WriteTerminationMessage(path string, err error) error {
 	return os.WriteFile(path, []byte(OneLine(err)+"\n"), 0o644)
+}
+
+// formatBytes prints n in binary units for messages.
+func formatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " B"
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

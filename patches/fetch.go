@@ -5,17 +5,17 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // planFetch reads the pod's remote dependencies, refuses what the fetch
 // policy forbids, and adds where they land to the Spark configuration.
 func planFetch(pod *corev1.Pod, p *plan) error {
-	text, ok := pod.Annotations[fetch.Annotation]
+	text, ok := pod.Annotations[spec.Annotation]
 	if !ok {
 		return nil
 	}
-	entries, err := fetch.ParseAnnotation(text)
+	entries, err := spec.ParseAnnotation(text)
 	if err != nil {
 		return &Refused{Reason: "bad-fetch", Message: err.Error()}
 	}
@@ -23,7 +23,7 @@ func planFetch(pod *corev1.Pod, p *plan) error {
 		return &Refused{Reason: "fetch-not-allowed", Message: err.Error()}
 	}
 	p.fetch = entries
-	for k, v := range fetch.SparkConf(entries) {
+	for k, v := range spec.SparkConf(entries) {
 		if have := p.conf[k]; have != "" && !strings.Contains(have, v) {
 			v = have + "," + v
 		}
@@ -37,19 +37,23 @@ func addInitContainer(pod *corev1.Pod, p *plan, done *Status) error {
 	if p.fetch == nil {
 		return nil
 	}
-	pol, err := fetch.Intersect(p.pol.Fetch...)
+	pol, err := spec.Intersect(p.pol.Fetch...)
 	if err != nil {
 		return err
 	}
-	args := fetch.InitArgs(pol, PodInfoDir+"/"+FetchFile)
+	polJSON, err := spec.EncodePolicy(pol)
+	if err != nil {
+		return err
+	}
 	init := corev1.Container{
 		Name:            InitName,
 		Image:           p.pol.Sidecar.Image,
 		ImagePullPolicy: p.pol.Sidecar.ImagePullPolicy,
-		Args:            append([]string{"init"}, args...),
+		Args:            append([]string{"init"}, spec.InitArgs(PodInfoDir+"/"+FetchFile)...),
+		Env:             []corev1.EnvVar{{Name: spec.PolicyEnv, Value: polJSON}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
-			{Name: VolumeDeps, MountPath: fetch.MountPath},
+			{Name: VolumeDeps, MountPath: spec.MountPath},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          restrictedContext(),

@@ -3,7 +3,7 @@ package patches
 import (
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -15,7 +15,7 @@ type plan struct {
 	spark    int               // index of the Spark container
 	conf     map[string]string // the effective Spark configuration
 	confText string            // conf rendered for the annotation the JVM reads
-	fetch    []fetch.Entry     // the remote dependencies; nil when none
+	fetch    []spec.Entry      // the remote dependencies; nil when none
 	appID    string
 }
 

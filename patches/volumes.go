@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // addVolumes adds the volumes sparklet owns: the configuration, the JVM's
@@ -30,7 +30,7 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 	if p.fetch != nil {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     FetchFile,
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + fetch.Annotation + "']"},
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + spec.Annotation + "']"},
 		})
 	}
 	ownVolume(corev1.Volume{Name: VolumeConf, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}})
@@ -68,7 +68,7 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 	}
 	if p.fetch != nil {
 		ownVolume(corev1.Volume{Name: VolumeDeps, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
-		mount(c, corev1.VolumeMount{Name: VolumeDeps, MountPath: fetch.MountPath})
+		mount(c, corev1.VolumeMount{Name: VolumeDeps, MountPath: spec.MountPath})
 	}
 	return nil
 }

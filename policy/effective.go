@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // Effective is the policy as it applies to one namespace: cluster defaults,
@@ -33,7 +33,7 @@ type Effective struct {
 	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
 	// Fetch holds the cluster fetch policy and, when set, the namespace's;
 	// an entry must pass every one.
-	Fetch []fetch.Policy `json:"fetch,omitempty"`
+	Fetch []spec.Policy `json:"fetch,omitempty"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -58,7 +58,7 @@ func (p *Policy) For(namespace string) *Effective {
 		Sidecar:         p.Sidecar,
 		LocalDirs:       p.LocalDirs,
 		HadoopConfigMap: p.HadoopConfigMap,
-		Fetch:           []fetch.Policy{p.Fetch},
+		Fetch:           []spec.Policy{p.Fetch},
 	}
 	if len(p.AllowedImages) > 0 {
 		e.AllowedImages = append(e.AllowedImages, p.AllowedImages)
@@ -90,7 +90,7 @@ func (e *Effective) CheckImage(image string) error {
 }
 
 // CheckFetch applies every fetch policy in effect.
-func (e *Effective) CheckFetch(entries []fetch.Entry) error {
+func (e *Effective) CheckFetch(entries []spec.Entry) error {
 	for _, f := range e.Fetch {
 		if err := f.Check(entries); err != nil {
 			return err

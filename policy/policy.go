@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/sparklet/sparklet/fetch"
+	"github.com/sparklet/sparklet/fetch/spec"
 )
 
 // Policy is the whole policy document.
@@ -34,7 +34,7 @@ type Policy struct {
 	// HADOOP_CONF_DIR.
 	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
 	// Fetch restricts the remote dependencies a pod may ask for.
-	Fetch fetch.Policy `json:"fetch,omitempty"`
+	Fetch spec.Policy `json:"fetch,omitempty"`
 }
 
 // SparkConf holds Spark properties. Defaults yield to the namespace and the
@@ -75,12 +75,12 @@ type PodSettings struct {
 
 // Namespace is one namespace's section of the policy.
 type Namespace struct {
-	Spark       SparkConf     `json:"spark,omitempty"`
-	Driver      PodRules      `json:"driver,omitempty"`
-	Executor    PodRules      `json:"executor,omitempty"`
-	Credentials []Credential  `json:"credentials,omitempty"`
-	Limits      Limits        `json:"limits,omitempty"`
-	Fetch       *fetch.Policy `json:"fetch,omitempty"`
+	Spark       SparkConf    `json:"spark,omitempty"`
+	Driver      PodRules     `json:"driver,omitempty"`
+	Executor    PodRules     `json:"executor,omitempty"`
+	Credentials []Credential `json:"credentials,omitempty"`
+	Limits      Limits       `json:"limits,omitempty"`
+	Fetch       *spec.Policy `json:"fetch,omitempty"`
 	// AllowedImages narrows the cluster list: an image must match both.
 	AllowedImages []string `json:"allowedImages,omitempty"`
 }

@@ -37,32 +37,20 @@ type Handler struct {
 
 // ServeHTTP checks and decodes the request, calls admit once and always
 // answers with an AdmissionReview, echoing the caller's apiVersion, kind
-// and request UID.
+// and request UID. A request it cannot take is answered the same way, with
+// allowed false and the reason in the Status; the UID stays empty when the
+// body did not yield one. As controller-runtime's Webhook.ServeHTTP does
+// (pkg/webhook/admission/http.go, v0.24.1), the HTTP status is 200 and the
+// Status carries the code: the API server reads the body of a 200 only.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
-	if r.Method != http.MethodPost {
-		http.Error(w, "POST an AdmissionReview", http.StatusMethodNotAllowed)
-		return
-	}
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		http.Error(w, "Content-Type must be application/json", http.StatusUnsupportedMediaType)
-		return
-	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
-	if err != nil {
-		http.Error(w, "read body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	if len(body) > MaxBodyBytes {
-		http.Error(w, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes), http.StatusRequestEntityTooLarge)
-		return
-	}
-	review := admissionv1.AdmissionReview{}
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		if err == nil {
-			err = errors.New("no request in the AdmissionReview")
+	review, refusal := decodeReview(r)
+	if refusal != nil {
+		if review.Request != nil {
+			refusal.UID = review.Request.UID
 		}
-		h.write(w, review.TypeMeta, errorResponse(http.StatusBadRequest, "decode AdmissionReview: "+err.Error()))
+		h.log.WithFields(logrus.Fields{"uid": refusal.UID, "code": refusal.Result.Code}).Info("bad request: " + refusal.Result.Message)
+		h.write(w, review.TypeMeta, refusal)
 		return
 	}
 	resp := h.safeAdmit(review.Request)
@@ -71,6 +59,37 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.metrics.duration.Observe(time.Since(start).Seconds())
 }
 
+// decodeReview checks and decodes the request. A non-nil response is the
+// error to answer with; the review then holds what could be read of the
+// caller's apiVersion, kind and request UID.
+func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.AdmissionResponse) {
+	review := admissionv1.AdmissionReview{}
+	if r.Method != http.MethodPost {
+		return review, errorResponse(http.StatusMethodNotAllowed, "POST an AdmissionReview")
+	}
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		return review, errorResponse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
+	}
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	if err != nil {
+		return review, errorResponse(http.StatusBadRequest, "read body: "+err.Error())
+	}
+	if len(body) > MaxBodyBytes {
+		return review, errorResponse(http.StatusRequestEntityTooLarge, fmt.Sprintf("body larger than %d bytes", MaxBodyBytes))
+	}
+	// On a type error, encoding/json still fills the fields it could read,
+	// so a request UID that arrived is echoed.
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		if err == nil {
+			err = errors.New("no request in the AdmissionReview")
+		}
+		return review, errorResponse(http.StatusBadRequest, "decode AdmissionReview: "+err.Error())
+	}
+	return review, nil
+}
+
+// write sends resp in an AdmissionReview. Should encoding fail, it still
+// answers with one, carrying a 500 Status.
 func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissionv1.AdmissionResponse) {
 	if tm.APIVersion == "" {
 		tm.APIVersion = "admission.k8s.io/v1"
@@ -80,8 +99,10 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 	}
 	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: resp})
 	if err != nil {
-		http.Error(w, "encode response: "+err.Error(), http.StatusInternalServerError)
-		return
+		h.log.WithError(err).Error("encode response")
+		failed := errorResponse(http.StatusInternalServerError, "encode response: "+err.Error())
+		failed.UID = resp.UID
+		out, _ = json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: failed})
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(out)

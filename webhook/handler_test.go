@@ -13,29 +13,95 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sparklet/sparklet/policy"
 )
 
+// serve sends one request to h and returns the recorded answer.
+func serve(h http.Handler, method, contentType string, body []byte) *httptest.ResponseRecorder {
+	req := httptest.NewRequest(method, "/mutate-pods", bytes.NewReader(body))
+	req.Header.Set("Content-Type", contentType)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	return rec
+}
+
+// TestRequestChecks: a request the webhook cannot take still gets an
+// AdmissionReview, with HTTP 200 as the API server expects, allowed false,
+// and the HTTP code of the problem in its Status.
 func TestRequestChecks(t *testing.T) {
 	h := testHandler(t)
 	cases := []struct {
 		name, method, contentType string
 		body                      []byte
 		status                    int
+		message                   string
 	}{
-		{"GET", http.MethodGet, "application/json", nil, http.StatusMethodNotAllowed},
-		{"wrong content type", http.MethodPost, "text/plain", []byte("{}"), http.StatusUnsupportedMediaType},
-		{"oversize body", http.MethodPost, "application/json", bytes.Repeat([]byte(" "), MaxBodyBytes+1), http.StatusRequestEntityTooLarge},
+		{"GET", http.MethodGet, "application/json", nil, http.StatusMethodNotAllowed, "POST an AdmissionReview"},
+		{"wrong content type", http.MethodPost, "text/plain", []byte("{}"), http.StatusUnsupportedMediaType, "Content-Type must be application/json"},
+		{"no content type", http.MethodPost, "", review(fixtureJSON(t, "testdata/minimal.pod.yaml")), http.StatusUnsupportedMediaType, "Content-Type must be application/json"},
+		{"oversize body", http.MethodPost, "application/json", bytes.Repeat([]byte(" "), MaxBodyBytes+1), http.StatusRequestEntityTooLarge, "body larger than 7340032 bytes"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			req := httptest.NewRequest(tc.method, "/mutate-pods", bytes.NewReader(tc.body))
-			req.Header.Set("Content-Type", tc.contentType)
-			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req)
-			if rec.Code != tc.status {
-				t.Errorf("status = %d, want %d", rec.Code, tc.status)
+			rec := serve(h, tc.method, tc.contentType, tc.body)
+			if rec.Code != http.StatusOK {
+				t.Errorf("HTTP status = %d, want 200 with the problem in the AdmissionReview", rec.Code)
+			}
+			if ct := rec.Header().Get("Content-Type"); ct != "application/json" {
+				t.Errorf("Content-Type = %q", ct)
+			}
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("not an AdmissionReview: %q", rec.Body.String())
+			}
+			if out.APIVersion != "admission.k8s.io/v1" || out.Kind != "AdmissionReview" {
+				t.Errorf("answered %s %s", out.APIVersion, out.Kind)
+			}
+			resp := out.Response
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != int32(tc.status) || resp.Result.Message != tc.message || resp.Result.Status != metav1.StatusFailure {
+				t.Errorf("response = %+v %+v, want allowed false, code %d, message %q", resp, resp.Result, tc.status, tc.message)
+			}
+			if resp.UID != "" || len(resp.Patch) > 0 {
+				t.Errorf("uid %q, patch %s; want neither", resp.UID, resp.Patch)
+			}
+		})
+	}
+}
+
+// TestBadBodies: a body that does not decode is answered with a 400 in an
+// AdmissionReview; the request UID is echoed when it could be read and is
+// empty when not.
+func TestBadBodies(t *testing.T) {
+	h := testHandler(t)
+	for _, tc := range []struct {
+		name, body, uid, apiVersion, message string
+	}{
+		{"not JSON", "not json", "", "admission.k8s.io/v1", "decode AdmissionReview: invalid character 'o' in literal null"},
+		{"truncated", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"`, "", "admission.k8s.io/v1", "decode AdmissionReview: unexpected end of JSON input"},
+		{"no request", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}`, "", "admission.k8s.io/v1beta1", "decode AdmissionReview: no request in the AdmissionReview"},
+		{"request of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":"x"}`, "", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal string into Go struct field AdmissionReview.request"},
+		{"a field of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2","operation":5}}`, "u-2", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal number into Go struct field AdmissionRequest.request.operation"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rec := serve(h, http.MethodPost, "application/json", []byte(tc.body))
+			if rec.Code != http.StatusOK {
+				t.Errorf("HTTP status = %d, want 200", rec.Code)
+			}
+			var out admissionv1.AdmissionReview
+			if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
+				t.Fatalf("not an AdmissionReview: %q", rec.Body.String())
+			}
+			if out.APIVersion != tc.apiVersion || out.Kind != "AdmissionReview" {
+				t.Errorf("answered %s %s, want %s AdmissionReview", out.APIVersion, out.Kind, tc.apiVersion)
+			}
+			resp := out.Response
+			if resp.Allowed || resp.Result == nil || resp.Result.Code != http.StatusBadRequest || !strings.HasPrefix(resp.Result.Message, tc.message) {
+				t.Errorf("response = %+v %+v, want allowed false, code 400, message starting %q", resp, resp.Result, tc.message)
+			}
+			if resp.UID != types.UID(tc.uid) {
+				t.Errorf("uid = %q, want %q", resp.UID, tc.uid)
 			}
 		})
 	}

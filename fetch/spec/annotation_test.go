@@ -1,4 +1,4 @@
-package fetch
+package spec
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package fetch
+package spec
 
 import (
 	"reflect"
@@ -98,28 +98,6 @@ func TestPolicyLimits(t *testing.T) {
 		if b, d := tc.p.MaxBytes(), tc.p.TimeLimit(); b != tc.bytes || d != tc.timeout {
 			t.Errorf("%+v: got %d bytes and %s, want %d and %s", tc.p, b, d, tc.bytes, tc.timeout)
 		}
-	}
-}
-
-func TestInitArgs(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		p    Policy
-		want []string
-	}{
-		{"defaults", Policy{}, []string{
-			"--annotation-file=/etc/sparklet/podinfo/fetch", "--dest=/opt/sparklet/deps", "--max-size=2Gi", "--timeout=10m0s"}},
-		{"everything", Policy{AllowedURLPrefixes: []string{"https://a/", "https://b/x-"}, RequireSHA256: ptr(true), MaxSize: "100Mi", Timeout: "2m"}, []string{
-			"--annotation-file=/etc/sparklet/podinfo/fetch", "--dest=/opt/sparklet/deps", "--max-size=100Mi", "--timeout=2m",
-			"--require-sha256=true", "--allowed-url-prefix=https://a/", "--allowed-url-prefix=https://b/x-"}},
-		{"sha256 not required", Policy{RequireSHA256: ptr(false)}, []string{
-			"--annotation-file=/etc/sparklet/podinfo/fetch", "--dest=/opt/sparklet/deps", "--max-size=2Gi", "--timeout=10m0s"}},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := InitArgs(tc.p, "/etc/sparklet/podinfo/fetch"); !reflect.DeepEqual(got, tc.want) {
-				t.Errorf("got  %q\nwant %q", got, tc.want)
-			}
-		})
 	}
 }
 

@@ -1,8 +1,5 @@
-// Package fetch is sparklet's dependency fetching: the sparklet.io/fetch
-// annotation, the `fetch:` section of the platform policy, and the work of
-// `sparklet init`, which downloads, verifies and unpacks the files into the
-// emptyDir shared with the Spark container before the driver starts.
-package fetch
+// Package spec is the sparklet.io/fetch annotation format and the platform's fetch policy.
+package spec
 
 import (
 	"encoding/hex"

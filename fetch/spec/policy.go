@@ -1,10 +1,9 @@
-package fetch
+package spec
 
 import (
 	"errors"
 	"fmt"
 	"net/url"
-	"strconv"
 	"strings"
 	"time"
 
@@ -112,6 +111,17 @@ func (p Policy) MaxBytes() int64 {
 	return q.Value()
 }
 
+// WithDefaults writes out the size and time limits p leaves unset.
+func (p Policy) WithDefaults() Policy {
+	if p.MaxSize == "" {
+		p.MaxSize = DefaultMaxSize
+	}
+	if p.Timeout == "" {
+		p.Timeout = DefaultTimeout.String()
+	}
+	return p
+}
+
 // TimeLimit is Timeout, or the default when unset or invalid.
 func (p Policy) TimeLimit() time.Duration {
 	if d, err := time.ParseDuration(p.Timeout); err == nil && d > 0 {
@@ -175,45 +185,4 @@ func commonPrefixes(a, b []string) []string {
 		}
 	}
 	return out
-}
-
-// InitArgs returns the `sparklet init` arguments (after the subcommand)
-// under this policy. The init container checks the entries against the
-// policy again: the annotation file it reads follows the live annotation,
-// which can be edited after admission.
-func InitArgs(p Policy, annotationFile string) []string {
-	maxSize, timeout := p.MaxSize, p.Timeout
-	if maxSize == "" {
-		maxSize = DefaultMaxSize
-	}
-	if timeout == "" {
-		timeout = DefaultTimeout.String()
-	}
-	args := []string{
-		"--annotation-file=" + annotationFile,
-		"--dest=" + MountPath,
-		"--max-size=" + maxSize,
-		"--timeout=" + timeout,
-	}
-	if p.RequireSHA256 != nil && *p.RequireSHA256 {
-		args = append(args, "--require-sha256=true")
-	}
-	for _, prefix := range p.AllowedURLPrefixes {
-		args = append(args, "--allowed-url-prefix="+prefix)
-	}
-	return args
-}
-
-// formatBytes prints n in binary units for messages.
-func formatBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return strconv.FormatInt(n, 10) + " B"
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }
