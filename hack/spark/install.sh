@@ -33,6 +33,7 @@ fetch() {
   if [ -f "$sdist" ] && [ "$(sha256 "$sdist")" = "$sum" ]; then
     return
   fi
+  rm -rf "$cache"/download.* # left by a killed run
   local tmp
   tmp=$(mktemp -d "$cache/download.XXXXXX")
   tmps+=("$tmp")
@@ -78,7 +79,7 @@ install_one() {
   # of examples, so our own SparkPi is built against this version's jars,
   # under the name and path the official image has.
   local jar=spark-examples_$scala-$version.jar
-  javac -nowarn --release 8 -cp "$opt/jars/*" -d "$work/classes" $(find "$here/examples/src" -name '*.java')
+  javac -nowarn -Xlint:-options --release 8 -cp "$opt/jars/*" -d "$work/classes" $(find "$here/examples/src" -name '*.java')
   jar --create --file "$opt/examples/jars/$jar" -C "$work/classes" .
   ln -s "$jar" "$opt/examples/jars/spark-examples.jar"
 
