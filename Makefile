@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary python-client cluster-up cluster-down chart-test clean
+.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -31,7 +31,17 @@ helm-binary:
 python-client:
 	@/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-kubernetes python3-websocket >/dev/null; }
 
-test: build cluster-binaries helm-binary python-client
+# The pinned Spark distributions (hack/spark/versions) in bin/spark/<version>,
+# laid out as the official image's /opt/spark, from the pyspark sdist on
+# PyPI; see docs/real-spark.md. They need a JDK (javac, jar) and pip.
+spark-dists: spark-tools
+	@hack/spark/install.sh $(BIN)
+
+spark-tools:
+	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
+	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
+
+test: build cluster-binaries helm-binary python-client spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
 
@@ -43,7 +53,7 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
-demo: build cluster-binaries
+demo: build cluster-binaries spark-dists
 	@hack/demo.sh
 
 bench: build cluster-binaries

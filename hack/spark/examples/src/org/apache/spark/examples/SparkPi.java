@@ -1,0 +1,51 @@
+package org.apache.spark.examples;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+
+import org.apache.spark.SparkConf;
+import org.apache.spark.api.java.JavaSparkContext;
+
+/**
+ * Estimates pi by throwing darts at the unit square, spread over the number
+ * of slices given as the first argument (default 2).
+ *
+ * <p>It stands in for the class of the same name in Spark's examples jar,
+ * which is not published on Maven Central and not in the pyspark package:
+ * hack/spark/install.sh builds it against each pinned distribution under
+ * the path of the official image, so pod specs written for that image run
+ * unchanged. It uses only Spark's Java API, which is the same for Scala
+ * 2.12 and 2.13.
+ */
+public final class SparkPi {
+  private static final int DARTS_PER_SLICE = 100_000;
+
+  private SparkPi() {}
+
+  public static void main(String[] args) {
+    int slices = args.length > 0 ? Integer.parseInt(args[0]) : 2;
+    int darts = (int) Math.min((long) DARTS_PER_SLICE * slices, Integer.MAX_VALUE);
+    List<Integer> throwsList = new ArrayList<>(darts);
+    for (int i = 0; i < darts; i++) {
+      throwsList.add(i);
+    }
+
+    JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("Spark Pi"));
+    try {
+      int inside =
+          sc.parallelize(throwsList, slices)
+              .map(
+                  i -> {
+                    ThreadLocalRandom r = ThreadLocalRandom.current();
+                    double x = r.nextDouble(-1, 1);
+                    double y = r.nextDouble(-1, 1);
+                    return x * x + y * y <= 1 ? 1 : 0;
+                  })
+              .reduce(Integer::sum);
+      System.out.println("Pi is roughly " + 4.0 * inside / darts);
+    } finally {
+      sc.stop();
+    }
+  }
+}

@@ -1,0 +1,43 @@
+package sparkimage
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/sparklet/sparklet/test/podrunner"
+)
+
+// sparkletImage maps the sparklet image to BIN_DIR/sparklet, as the
+// Dockerfile at the repository root builds it: the binary at /sparklet, its
+// ENTRYPOINT, on gcr.io/distroless/static-debian12:nonroot, whose ENV and
+// WORKDIR are those of GoogleContainerTools/distroless base/base.bzl.
+func sparkletImage(image, binDir string) (*podrunner.Image, error) {
+	bin := filepath.Join(binDir, "sparklet")
+	if _, err := os.Stat(bin); err != nil {
+		return nil, fmt.Errorf("image %s: %s is missing: run make build", image, bin)
+	}
+	return &podrunner.Image{
+		Binds: map[string]string{"/sparklet": bin},
+		Env: []string{
+			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
+		},
+		WorkingDir: "/home/nonroot",
+		Entrypoint: sparkletEntrypoint,
+	}, nil
+}
+
+// sparkletEntrypoint runs ENTRYPOINT ["/sparklet"] with the args, or the
+// container's command in its place. The image has no shell and no PATH
+// lookup of its own beyond the runtime's; a command must be absolute.
+func sparkletEntrypoint(command, args, env []string) ([]string, []string, error) {
+	argv := append([]string{"/sparklet"}, args...)
+	if len(command) > 0 {
+		argv = append(append([]string{}, command...), args...)
+	}
+	if !filepath.IsAbs(argv[0]) {
+		return nil, nil, fmt.Errorf("sparklet image: command %q: the image has only /sparklet", argv[0])
+	}
+	return argv, env, nil
+}
