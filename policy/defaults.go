@@ -30,7 +30,15 @@ func Default() *Policy {
 }
 
 func (p *Policy) setDefaults() {
-	s := &p.Sidecar
+	p.Sidecar.SetDefaults()
+	if p.LocalDirs.Count == 0 {
+		p.LocalDirs.Count = DefaultLocalDirs
+	}
+}
+
+// SetDefaults fills in the built-in values where the sidecar settings are
+// silent, as in an effective policy decoded from JSON.
+func (s *Sidecar) SetDefaults() {
 	if s.Image == "" {
 		s.Image = DefaultSidecarImage()
 	}
@@ -62,8 +70,5 @@ func (p *Policy) setDefaults() {
 				corev1.ResourceMemory: resource.MustParse("256Mi"),
 			},
 		}
-	}
-	if p.LocalDirs.Count == 0 {
-		p.LocalDirs.Count = DefaultLocalDirs
 	}
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -18,14 +16,6 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
-)
-
-// Backoff after the API server refuses an executor for quota: the JVM's
-// allocator retries every second (spark.kubernetes.allocation.batch.delay)
-// with no backoff of its own, so the sidecar answers those retries itself.
-const (
-	quotaBackoffMin = 2 * time.Second
-	quotaBackoffMax = time.Minute
 )
 
 // allocator creates the executor pods the JVM asks for, under the executor
@@ -54,99 +44,76 @@ type allocator struct {
 	lastEvent    time.Time // when that event was written
 }
 
-// createdEventEvery spaces the ExecutorsCreated events: one per executor
-// would put a write on the API server per executor.
-const createdEventEvery = 30 * time.Second
-
-// recordCreated counts a creation and, at most every createdEventEvery,
-// summarises the creations in an Event on the driver pod.
-func (a *allocator) recordCreated(name string) {
-	a.mu.Lock()
-	a.createdTotal++
-	a.sinceEvent++
-	now := a.now()
-	if !a.lastEvent.IsZero() && now.Sub(a.lastEvent) < createdEventEvery {
-		a.mu.Unlock()
-		return
-	}
-	msg := fmt.Sprintf("created executor pod %s; %d created since the last such event, %d in all", name, a.sinceEvent, a.createdTotal)
-	a.sinceEvent, a.lastEvent = 0, now
-	a.mu.Unlock()
-	a.events.normal("ExecutorsCreated", msg)
-}
-
-func newAllocator(client kubernetes.Interface, st *state, pol *policy.Effective, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
-	qps, conc := pol.Sidecar.CreateQPS, pol.Sidecar.CreateConcurrency
-	if qps <= 0 {
-		qps = policy.DefaultCreateQPS
-	}
-	if conc <= 0 {
-		conc = policy.DefaultCreateConcurrency
-	}
+// newAllocator returns an allocator that creates at most
+// sidecar.createConcurrency executors at once and sidecar.createQPS a
+// second, as the policy (with its defaults filled in) says.
+func newAllocator(client kubernetes.Interface, st *state, pol *policy.Effective, namespace, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
+	conc := pol.Sidecar.CreateConcurrency
 	return &allocator{
-		client: client, state: st, policy: pol, appID: appID, namespace: st.namespace, events: ev, metrics: m, log: log,
-		limiter: flowcontrol.NewTokenBucketRateLimiter(float32(qps), conc),
+		client: client, state: st, policy: pol, appID: appID, namespace: namespace, events: ev, metrics: m, log: log,
+		limiter: flowcontrol.NewTokenBucketRateLimiter(float32(pol.Sidecar.CreateQPS), conc),
 		slots:   make(chan struct{}, conc),
 		now:     time.Now,
 	}
 }
 
 // create handles one executor POST from the JVM. It returns the pod and
-// the HTTP status to answer with.
-func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, int, error) {
+// whether it created it (false when the pod existed already); its errors
+// are apierrors statuses.
+func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, bool, error) {
 	if pod.Namespace != "" && pod.Namespace != a.namespace {
-		return nil, 0, apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("executors must be created in %s, the driver's namespace", a.namespace))
+		return nil, false, apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("executors must be created in %s, the driver's namespace", a.namespace))
 	}
 	pod.Namespace = a.namespace
 	// fabric8 retries a POST after a 5xx, so the pod may exist already.
 	if existing, err := a.state.executor(pod.Name); err == nil {
-		return existing, http.StatusOK, nil
+		return existing, false, nil
 	}
 	if err := a.checkQuotaBackoff(pod.Name); err != nil {
-		return nil, 0, err
+		return nil, false, err
 	}
 	driver, ok := a.state.driverPod()
 	if !ok {
-		return nil, 0, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
+		return nil, false, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
 	if err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: driver, AppID: a.appID}); err != nil {
-		return nil, 0, a.refuse(pod.Name, err)
+		return nil, false, a.refuse(pod.Name, err)
 	}
 	if err := a.reserve(pod.Name); err != nil {
-		return nil, 0, err
+		return nil, false, err
 	}
 	defer a.release()
 
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, 0, apierrors.NewTimeoutError("waiting to create the executor", 1)
+		return nil, false, apierrors.NewTimeoutError("waiting to create the executor", 1)
 	}
 	defer func() { <-a.slots }()
 	if err := a.limiter.Wait(ctx); err != nil {
-		return nil, 0, apierrors.NewTimeoutError("waiting to create the executor", 1)
+		return nil, false, apierrors.NewTimeoutError("waiting to create the executor", 1)
 	}
 	start := a.now()
-	created, err := a.client.CoreV1().Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldM})
+	out, err := a.client.CoreV1().Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
 	a.metrics.createLatency.Observe(time.Since(start).Seconds())
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		existing, gerr := a.client.CoreV1().Pods(a.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr == nil && existing.Labels[patches.LabelAppID] == a.appID {
-			return existing, http.StatusOK, nil
+			return existing, false, nil
 		}
-		return nil, 0, err
+		return nil, false, err
 	case isQuota(err):
-		return nil, 0, a.quotaRefused(pod.Name, err)
+		return nil, false, a.quotaRefused(pod.Name, err)
 	case err != nil:
-		return nil, 0, err
+		return nil, false, err
 	}
 	a.clearBackoff()
-	a.recordCreated(created.Name)
-	return created, http.StatusCreated, nil
+	a.recordCreated(out.Name)
+	return out, true, nil
 }
 
 // reserve enforces limits.maxExecutors, counting creations in flight.
@@ -179,41 +146,23 @@ func (a *allocator) refuse(name string, err error) error {
 	return apierrors.NewBadRequest(err.Error())
 }
 
-func isQuota(err error) bool {
-	return apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota")
-}
+// createdEventEvery spaces the ExecutorsCreated events: one per executor
+// would put a write on the API server per executor.
+const createdEventEvery = 30 * time.Second
 
-// checkQuotaBackoff answers from memory while a quota refusal is fresh.
-func (a *allocator) checkQuotaBackoff(name string) error {
+// recordCreated counts a creation and, at most every createdEventEvery,
+// summarises the creations in an Event on the driver pod.
+func (a *allocator) recordCreated(name string) {
 	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.now().Before(a.blocked) {
-		a.metrics.quotaShortCircuits.Inc()
-		return apierrors.NewForbidden(podsGR, name, fmt.Errorf("%v (sparklet retries after %s)",
-			a.lastQuota, a.blocked.Sub(a.now()).Round(time.Second)))
+	a.createdTotal++
+	a.sinceEvent++
+	now := a.now()
+	if !a.lastEvent.IsZero() && now.Sub(a.lastEvent) < createdEventEvery {
+		a.mu.Unlock()
+		return
 	}
-	return nil
-}
-
-func (a *allocator) quotaRefused(name string, err error) error {
-	a.mu.Lock()
-	if a.backoff == 0 {
-		a.backoff = quotaBackoffMin
-	} else {
-		a.backoff = min(2*a.backoff, quotaBackoffMax)
-	}
-	a.blocked = a.now().Add(a.backoff)
-	a.lastQuota = err
-	backoff := a.backoff
+	msg := fmt.Sprintf("created executor pod %s; %d created since the last such event, %d in all", name, a.sinceEvent, a.createdTotal)
+	a.sinceEvent, a.lastEvent = 0, now
 	a.mu.Unlock()
-	// One event per backoff period: only a real API refusal gets here.
-	a.events.warning("ExecutorQuota", fmt.Sprintf("executor %s refused by a ResourceQuota; retrying in %s: %v", name, backoff, err))
-	a.log.WithField("pod", name).WithError(err).Warn("executor refused by quota")
-	return err
-}
-
-func (a *allocator) clearBackoff() {
-	a.mu.Lock()
-	a.backoff, a.blocked = 0, time.Time{}
-	a.mu.Unlock()
+	a.events.normal("ExecutorsCreated", msg)
 }

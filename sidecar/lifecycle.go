@@ -3,14 +3,32 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/patches"
 )
+
+// sparkEndedHandler returns an event handler for the driver pod's informer
+// and a channel it closes once the Spark container has ended.
+func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct{}) {
+	ended := make(chan struct{})
+	var once sync.Once
+	check := func(obj any) {
+		if pod, ok := obj.(*corev1.Pod); ok && sparkTerminated(pod, s.cfg.SparkContainer) {
+			once.Do(func() { close(ended) })
+		}
+	}
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    check,
+		UpdateFunc: func(_, obj any) { check(obj) },
+	}, ended
+}
 
 // sparkTerminated reports whether the Spark container has ended.
 func sparkTerminated(pod *corev1.Pod, container string) bool {

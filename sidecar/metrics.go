@@ -43,15 +43,15 @@ func newMetrics() *metrics {
 func (m *metrics) watchPhases(s *state) {
 	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sparklet_sidecar_executors", Help: "Executors of this application in the cache, all phases.",
-	}, func() float64 { return float64(len(s.executors.store.List())) }))
+	}, func() float64 { return float64(len(s.executors.all())) }))
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed} {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "sparklet_sidecar_executors_by_phase", Help: "Executors of this application by phase.",
 			ConstLabels: prometheus.Labels{"phase": string(phase)},
 		}, func() float64 {
 			n := 0
-			for _, obj := range s.executors.store.List() {
-				if obj.(*corev1.Pod).Status.Phase == phase {
+			for _, p := range s.executors.all() {
+				if p.Status.Phase == phase {
 					n++
 				}
 			}

@@ -24,12 +24,11 @@ const bookmarkEvery = 30 * time.Second
 // resuming from a version the sidecar no longer holds gets the current
 // state instead, because fabric8 drops a watch for good on 410
 // (AbstractWatchManager.onStatus, fabric8 6.7.2 and 7.1.0).
-func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, src *source, sel selectors) {
-	q := r.URL.Query()
-	since, _ := strconv.ParseUint(q.Get("resourceVersion"), 10, 64)
-	bookmarks := isTrue(q.Get("allowWatchBookmarks"))
-	ctx := r.Context()
-	if t, err := strconv.Atoi(q.Get("timeoutSeconds")); err == nil && t > 0 {
+func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel selectors) {
+	since, _ := strconv.ParseUint(req.query.Get("resourceVersion"), 10, 64)
+	bookmarks := isTrue(req.query.Get("allowWatchBookmarks"))
+	ctx := req.Context()
+	if t, err := strconv.Atoi(req.query.Get("timeoutSeconds")); err == nil && t > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, time.Duration(t)*time.Second)
 		defer cancel()
@@ -88,7 +87,7 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, src *source, se
 		}
 	}
 
-	if strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+	if strings.EqualFold(req.Header.Get("Upgrade"), "websocket") {
 		ws := websocket.Server{
 			// fabric8 sends Origin http://127.0.0.1:<port>; any origin is
 			// fine because the bearer token was checked already.
@@ -114,7 +113,7 @@ func (a *API) serveWatch(w http.ResponseWriter, r *http.Request, src *source, se
 				stream(func(b []byte) error { return websocket.Message.Send(conn, string(b)) })
 			},
 		}
-		ws.ServeHTTP(w, r)
+		ws.ServeHTTP(w, req.Request)
 		return
 	}
 	flusher, _ := w.(http.Flusher)
