@@ -25,9 +25,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/emulator"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 // run is one allocation contender's result.

@@ -28,7 +28,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/internal/testenv"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 type options struct {

@@ -9,8 +9,8 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/testenv"
+	"github.com/sparklet/sparklet/test/emulator"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 // scaleResult is one side of the many-drivers comparison.

@@ -33,10 +33,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/internal/localcluster"
-	"github.com/sparklet/sparklet/internal/webhookconfig"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
 const release, releaseNS = "demo", "sparklet-system"
@@ -492,7 +492,7 @@ func TestPolicyConfigMapParses(t *testing.T) {
 func TestAppliesToARealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: binDir(t), Dir: t.TempDir()})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: binDir(t), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -527,7 +527,7 @@ func (r rendered) certManager() bool {
 
 // applyChart applies docs, minus the cert-manager objects, of which it
 // expects certManagerObjects.
-func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, rendered map[string][]byte, certManagerObjects int) {
+func applyChart(ctx context.Context, t *testing.T, c *cluster.Cluster, rendered map[string][]byte, certManagerObjects int) {
 	t.Helper()
 	var docs []string
 	for _, ns := range []string{releaseNS, "team-a", "team-b"} {
@@ -558,7 +558,7 @@ func applyChart(ctx context.Context, t *testing.T, c *localcluster.Cluster, rend
 // helmInstall installs and uninstalls a second release with helm itself
 // (self-managed certificates, as cert-manager's CRDs are not here) and
 // checks that NOTES tell how to opt in and run a driver.
-func helmInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+func helmInstall(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	const rel, ns = "second", "sparklet-second"
 	h := helm(t)
 	out := run(t, h, "install", rel, "sparklet", "--namespace", ns, "--create-namespace", "--kubeconfig", c.Kubeconfig(),
@@ -590,7 +590,7 @@ func helmInstall(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
 // Deployment's own arguments and the chart's service account's token, so
 // that the chart's RBAC is what they work with. A driver pod in a listed
 // namespace is then injected through them.
-func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	full := release + "-sparklet"
 	r := render(t, "self-managed.yaml", "namespace-list.yaml")
 	var d appsv1.Deployment
@@ -601,7 +601,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Clus
 	replicas := int(*d.Spec.Replicas)
 	ports := make([]int, replicas)
 	for i := range ports {
-		p, err := localcluster.FreePort()
+		p, err := cluster.FreePort()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -644,14 +644,14 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *localcluster.Clus
 		}
 		args = append(args, "--kubeconfig="+kubeconfig, "--cert-extra-sans=127.0.0.1")
 		logFile := filepath.Join(dir, fmt.Sprintf("webhook-%d.log", i))
-		cmd, done, err := localcluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
+		cmd, done, err := cluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
-			localcluster.Terminate(cmd.Process.Pid, done)
+			cluster.Terminate(cmd.Process.Pid, done)
 			if t.Failed() {
-				t.Logf("webhook %d (%v) log:\n%s", i, args, localcluster.Tail(logFile, 40))
+				t.Logf("webhook %d (%v) log:\n%s", i, args, cluster.Tail(logFile, 40))
 			}
 		})
 	}
@@ -771,7 +771,7 @@ func examplePod(t *testing.T) *corev1.Pod {
 
 // serviceAccountKubeconfig writes a kubeconfig with a token of the
 // ServiceAccount ns/name, so that a local process has its RBAC and no more.
-func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *localcluster.Cluster, ns, name, path string) string {
+func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name, path string) string {
 	t.Helper()
 	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
@@ -794,7 +794,7 @@ func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *localcluster
 // may do: the webhook only its own Secret, Lease and configuration; the
 // sidecar (the driver ServiceAccount) what Spark's backend needs in its
 // namespace and nothing cluster-wide or secret.
-func checkRBAC(ctx context.Context, t *testing.T, c *localcluster.Cluster) {
+func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	t.Helper()
 	webhookSA := "system:serviceaccount:" + releaseNS + ":" + release + "-sparklet"
 	driverSA := "system:serviceaccount:team-a:spark-driver"

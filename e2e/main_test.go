@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sparklet/sparklet/internal/testenv"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 var env *testenv.Env

@@ -17,8 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/testenv"
-	"github.com/sparklet/sparklet/internal/webhookconfig"
+	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
 // TestSelfManagedCertificates runs a second webhook in the chart's

@@ -18,9 +18,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/emulator"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 // driverRun is one injected driver pod with its sidecar running locally as

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 func ctxFor(t *testing.T) context.Context {

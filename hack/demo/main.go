@@ -18,10 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/localcluster"
-	"github.com/sparklet/sparklet/internal/testenv"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/emulator"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 const ns = "spark-demo"
@@ -44,7 +44,7 @@ func run(bin, dir string) error {
 	defer cancel()
 	bin, _ = filepath.Abs(bin)
 	dir, _ = filepath.Abs(dir)
-	_ = localcluster.Down(filepath.Join(dir, "cluster")) // a previous demo's
+	_ = cluster.Down(filepath.Join(dir, "cluster")) // a previous demo's
 	_ = os.RemoveAll(dir)
 
 	step("Starting a local control plane: etcd, kube-apiserver, kube-scheduler, kube-controller-manager, kwok")

@@ -22,7 +22,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/sparklet/sparklet/internal/emulator"
+	"github.com/sparklet/sparklet/test/emulator"
 )
 
 type summary struct {

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/test/cluster"
 )
 
 func main() {
@@ -30,7 +30,7 @@ func main() {
 
 func run(cmd, dir, bin string) error {
 	if cmd == "down" {
-		if err := localcluster.Down(dir); err != nil {
+		if err := cluster.Down(dir); err != nil {
 			return err
 		}
 		fmt.Println("local control plane stopped")
@@ -41,7 +41,7 @@ func run(cmd, dir, bin string) error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: bin, Dir: dir, Detach: true})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: bin, Dir: dir, Detach: true})
 	if err != nil {
 		return err
 	}

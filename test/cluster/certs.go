@@ -1,4 +1,4 @@
-package localcluster
+package cluster
 
 import (
 	"crypto/ecdsa"

@@ -1,4 +1,4 @@
-package testenv
+package env
 
 import (
 	"context"
@@ -17,10 +17,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/localcluster"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/emulator"
 )
 
 // Sidecar is `sparklet sidecar` running locally as an injected driver
@@ -40,11 +40,11 @@ type Sidecar struct {
 
 // NewSidecar prepares a sidecar for an injected pod; Start runs it.
 func (e *Env) NewSidecar(pod *corev1.Pod, dir string) (*Sidecar, error) {
-	listen, err := localcluster.FreePort()
+	listen, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	metrics, err := localcluster.FreePort()
+	metrics, err := cluster.FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func (s *Sidecar) Start(ctx context.Context) error {
 		select {
 		case err := <-s.exited:
 			s.exited <- err
-			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, localcluster.Tail(s.LogFile(), 20))
+			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, cluster.Tail(s.LogFile(), 20))
 		default:
 		}
 		resp, err := http.Get("http://" + s.Metrics + "/readyz")

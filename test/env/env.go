@@ -1,8 +1,8 @@
-// Package testenv runs sparklet against the local control plane: it starts
+// Package env runs sparklet against the local control plane: it starts
 // the cluster, runs `sparklet webhook` as a process with a certificate from
 // the cluster's CA, and registers it exactly as the Helm chart does. The
 // end-to-end tests and `make demo` both use it.
-package testenv
+package env
 
 import (
 	"bytes"
@@ -26,8 +26,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sparklet/sparklet/internal/localcluster"
-	"github.com/sparklet/sparklet/internal/webhookconfig"
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
 // WebhookNamespace stands for the namespace sparklet is installed in; the
@@ -49,13 +49,13 @@ type Options struct {
 	// SchedulerFlags are extra kube-scheduler flags.
 	SchedulerFlags []string
 	// Detach leaves the cluster and the webhook running after the caller
-	// exits; localcluster.Down(Dir + "/cluster") stops them.
+	// exits; cluster.Down(Dir + "/cluster") stops them.
 	Detach bool
 }
 
 // Env is a running control plane with the sparklet webhook registered.
 type Env struct {
-	Cluster *localcluster.Cluster
+	Cluster *cluster.Cluster
 	Client  kubernetes.Interface
 	opts    Options
 	port    int
@@ -70,7 +70,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, SchedulerFlags: opts.SchedulerFlags, Detach: opts.Detach})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, SchedulerFlags: opts.SchedulerFlags, Detach: opts.Detach})
 	if err != nil {
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
@@ -89,7 +89,7 @@ func (e *Env) setUp(ctx context.Context) error {
 	if err := e.IssueCert(); err != nil {
 		return err
 	}
-	port, err := localcluster.FreePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -213,7 +213,7 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 		args = append(args, "--policy", e.opts.PolicyFile)
 	}
 	args = append(args, e.opts.WebhookArgs...)
-	cmd, exited, err := localcluster.Spawn(filepath.Join(e.opts.BinDir, "sparklet"), args, e.LogFile(), e.opts.Detach)
+	cmd, exited, err := cluster.Spawn(filepath.Join(e.opts.BinDir, "sparklet"), args, e.LogFile(), e.opts.Detach)
 	if err != nil {
 		return err
 	}
@@ -228,7 +228,7 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		select {
 		case <-e.exited:
-			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), localcluster.Tail(e.LogFile(), 20))
+			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), cluster.Tail(e.LogFile(), 20))
 		default:
 		}
 		resp, err := client.Get("https://" + e.Addr() + "/readyz")
@@ -249,7 +249,7 @@ func (e *Env) StopWebhook() {
 	if e.webhook == nil {
 		return
 	}
-	localcluster.Terminate(e.webhook.Process.Pid, e.exited)
+	cluster.Terminate(e.webhook.Process.Pid, e.exited)
 	e.webhook = nil
 }
 

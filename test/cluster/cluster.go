@@ -1,8 +1,8 @@
-// Package localcluster runs a real Kubernetes control plane on loopback:
+// Package cluster runs a real Kubernetes control plane on loopback:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok,
 // whose fake nodes report their pods Running. The binaries come from
 // hack/cluster/build.sh. No container runtime is needed.
-package localcluster
+package cluster
 
 import (
 	"context"

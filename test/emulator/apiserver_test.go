@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/internal/emulator"
-	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/emulator"
 )
 
 // TestAgainstRealAPIServer runs both modes straight against a real
@@ -25,7 +25,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
+	c, err := cluster.Start(ctx, cluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/internal/emulator/fakeapi"
+	"github.com/sparklet/sparklet/test/fakeapi"
 )
 
 const (
