@@ -59,10 +59,13 @@ func NewServer(cfg Config, log *logrus.Entry) *Server {
 		policies: &policyStore{metrics: m, log: log}}
 }
 
+// MutatePath is where the webhook answers AdmissionReviews.
+const MutatePath = "/mutate-pods"
+
 // Handler returns the HTTP routes: /mutate-pods, /healthz, /readyz, /metrics.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/mutate-pods", &Handler{policy: s.policies.get, metrics: s.metrics, log: s.log})
+	mux.Handle(MutatePath, &Handler{policy: s.policies.get, metrics: s.metrics, log: s.log})
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
 		switch {

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
@@ -120,7 +121,7 @@ func (e *Env) waitCalled(ctx context.Context) error {
 		return err
 	}
 	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{"spark-role": "driver"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{patches.LabelRole: "driver"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
 	}
 	var last error

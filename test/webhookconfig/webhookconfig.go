@@ -6,12 +6,15 @@ package webhookconfig
 import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/webhook"
 )
 
 // Names and selectors shared by the chart and the local control plane.
 const (
 	WebhookName      = "pods.sparklet.io"
-	Path             = "/mutate-pods"
+	Path             = webhook.MutatePath
 	NamespaceLabel   = "sparklet.io/inject"
 	NamespaceOptIn   = "enabled"
 	TimeoutSeconds   = 5
@@ -45,7 +48,7 @@ func Build(name string, client admissionv1.WebhookClientConfig, exclude []string
 			TimeoutSeconds:          &timeout,
 			ReinvocationPolicy:      &ifNeeded,
 			AdmissionReviewVersions: []string{"v1"},
-			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{"spark-role": "driver"}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{patches.LabelRole: "driver"}},
 			NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{NamespaceLabel: NamespaceOptIn},
 				MatchExpressions: []metav1.LabelSelectorRequirement{{
