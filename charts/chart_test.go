@@ -473,7 +473,7 @@ func TestPolicyConfigMapParses(t *testing.T) {
 	} {
 		var cm corev1.ConfigMap
 		render(t, tc.values...).get(t, "ConfigMap/"+releaseNS+"/"+release+"-sparklet-policy", &cm)
-		p, err := policy.Parse([]byte(cm.Data["policy.yaml"]))
+		p, err := policy.Parse([]byte(cm.Data["policy.yaml"]), "dev")
 		if err != nil {
 			t.Fatalf("%v: the rendered policy does not parse: %v\n%s", tc.values, err, cm.Data["policy.yaml"])
 		}

@@ -19,7 +19,7 @@ func examplePolicy(t *testing.T) *policy.Policy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Parse(data)
+	p, err := policy.Parse(data, "dev")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ spec:
     spec:
       containers: [{name: web, image: nginx}]
 `
-	out, err := run(t, input, policy.Default())
+	out, err := run(t, input, policy.Default("dev"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -45,7 +45,7 @@ allowedImages: ["apache/spark:*"]
 
 func mustPolicy(t testing.TB, text string) *policy.Effective {
 	t.Helper()
-	p, err := policy.Parse([]byte(text))
+	p, err := policy.Parse([]byte(text), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

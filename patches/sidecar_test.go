@@ -46,7 +46,7 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 	if got.PodName != "" || got.Namespace != "" {
 		t.Errorf("pod name and namespace should come from the downward API, not values: %+v", got)
 	}
-	back, err := policy.SidecarPolicy(got.PolicyJSON, "elsewhere")
+	back, err := policy.SidecarPolicy(got.PolicyJSON, "elsewhere", "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // Parse decodes a policy document strictly, fills in defaults and validates
-// it. Every error names the offending field by its path.
-func Parse(data []byte) (*Policy, error) {
+// it. Every error names the offending field by its path. version is the
+// running sparklet's, whose image is the default sidecar image.
+func Parse(data []byte, version string) (*Policy, error) {
 	jsonData, err := yaml.YAMLToJSON(data)
 	if err != nil {
 		return nil, fmt.Errorf("policy: not valid YAML: %w", err)
@@ -35,7 +36,7 @@ func Parse(data []byte) (*Policy, error) {
 	if err := json.Unmarshal(jsonData, p); err != nil {
 		return nil, fmt.Errorf("policy: %s", describeTypeError(err))
 	}
-	p.setDefaults()
+	p.setDefaults(version)
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}

@@ -3,8 +3,6 @@ package policy
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-
-	"github.com/sparklet/sparklet/internal/version"
 )
 
 // Built-in values used where the policy is silent.
@@ -17,30 +15,32 @@ const (
 	DefaultLocalDirs          = 1
 )
 
-// DefaultSidecarImage is the sidecar image of this build.
-func DefaultSidecarImage() string { return "ghcr.io/sparklet/sparklet:" + version.Version }
+// DefaultSidecarImage is the sidecar image of a sparklet version.
+func DefaultSidecarImage(version string) string { return "ghcr.io/sparklet/sparklet:" + version }
 
-// Default returns the built-in policy: good enough to try sparklet out.
-func Default() *Policy {
-	p, err := Parse(nil)
+// Default returns the built-in policy for a sparklet version: good enough
+// to try sparklet out.
+func Default(version string) *Policy {
+	p, err := Parse(nil, version)
 	if err != nil {
 		panic("built-in policy is invalid: " + err.Error())
 	}
 	return p
 }
 
-func (p *Policy) setDefaults() {
-	p.Sidecar.SetDefaults()
+func (p *Policy) setDefaults(version string) {
+	p.Sidecar.SetDefaults(version)
 	if p.LocalDirs.Count == 0 {
 		p.LocalDirs.Count = DefaultLocalDirs
 	}
 }
 
 // SetDefaults fills in the built-in values where the sidecar settings are
-// silent, as in an effective policy decoded from JSON.
-func (s *Sidecar) SetDefaults() {
+// silent, as in an effective policy decoded from JSON; the image is that
+// of sparklet version.
+func (s *Sidecar) SetDefaults(version string) {
 	if s.Image == "" {
-		s.Image = DefaultSidecarImage()
+		s.Image = DefaultSidecarImage(version)
 	}
 	if s.ImagePullPolicy == "" {
 		s.ImagePullPolicy = corev1.PullIfNotPresent

@@ -12,8 +12,8 @@ func TestSidecarSetDefaultsOnDecodedEffective(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"namespace":"spark"}`), &e); err != nil {
 		t.Fatal(err)
 	}
-	e.Sidecar.SetDefaults()
-	if want := Default().For("spark").Sidecar; e.Sidecar.CreateQPS != want.CreateQPS || e.Sidecar.CreateConcurrency != want.CreateConcurrency ||
+	e.Sidecar.SetDefaults("dev")
+	if want := Default("dev").For("spark").Sidecar; e.Sidecar.CreateQPS != want.CreateQPS || e.Sidecar.CreateConcurrency != want.CreateConcurrency ||
 		e.Sidecar.Port != want.Port || e.Sidecar.TokenExpirationSeconds != want.TokenExpirationSeconds {
 		t.Errorf("defaults = %+v, want %+v", e.Sidecar, want)
 	}
@@ -21,7 +21,7 @@ func TestSidecarSetDefaultsOnDecodedEffective(t *testing.T) {
 		t.Errorf("createQPS=%v createConcurrency=%d, want %v and %d", e.Sidecar.CreateQPS, e.Sidecar.CreateConcurrency, DefaultCreateQPS, DefaultCreateConcurrency)
 	}
 	e.Sidecar.CreateQPS = 5
-	e.Sidecar.SetDefaults()
+	e.Sidecar.SetDefaults("dev")
 	if e.Sidecar.CreateQPS != 5 {
 		t.Errorf("SetDefaults overwrote createQPS 5 with %v", e.Sidecar.CreateQPS)
 	}

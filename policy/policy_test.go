@@ -26,7 +26,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.doc))
+			_, err := Parse([]byte(tc.doc), "dev")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
@@ -35,7 +35,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 }
 
 func TestDefaultPolicy(t *testing.T) {
-	e := Default().For("x")
+	e := Default("dev").For("x")
 	if e.Sidecar.Port != DefaultSidecarPort || e.Sidecar.Image == "" || e.LocalDirs.Count != 1 {
 		t.Errorf("defaults not filled: %+v", e.Sidecar)
 	}
@@ -77,7 +77,7 @@ namespaces:
 `
 
 func TestNamespaceLayering(t *testing.T) {
-	p, err := Parse([]byte(layered))
+	p, err := Parse([]byte(layered), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

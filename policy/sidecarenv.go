@@ -101,10 +101,11 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 }
 
 // SidecarPolicy decodes the effective policy the webhook gave the sidecar,
-// or returns the built-in one for namespace when it gave none.
-func SidecarPolicy(policyJSON, namespace string) (*Effective, error) {
+// or returns the built-in one of sparklet version for namespace when it gave
+// none.
+func SidecarPolicy(policyJSON, namespace, version string) (*Effective, error) {
 	if policyJSON == "" {
-		return Default().For(namespace), nil
+		return Default(version).For(namespace), nil
 	}
 	var e Effective
 	if err := json.Unmarshal([]byte(policyJSON), &e); err != nil {

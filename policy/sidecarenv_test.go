@@ -50,21 +50,21 @@ func TestSidecarEnvDefaults(t *testing.T) {
 		t.Errorf("Listen = %q, want the empty value that was set", set.Listen)
 	}
 	// The defaults are the built-in policy's.
-	s := Default().Sidecar
+	s := Default("dev").Sidecar
 	if got.Listen != s.Listen() || got.MetricsListen != s.MetricsListen() {
 		t.Errorf("defaults %q and %q, built-in policy %q and %q", got.Listen, got.MetricsListen, s.Listen(), s.MetricsListen())
 	}
 }
 
 func TestSidecarPolicy(t *testing.T) {
-	e, err := SidecarPolicy("", "team-a")
+	e, err := SidecarPolicy("", "team-a", "dev")
 	if err != nil || e.Namespace != "team-a" || e.Sidecar.Port != DefaultSidecarPort {
 		t.Errorf("no policy given: %+v, %v; want the built-in one for team-a", e, err)
 	}
-	if _, err := SidecarPolicy("{", "team-a"); err == nil || !strings.HasPrefix(err.Error(), EnvPolicy+": ") {
+	if _, err := SidecarPolicy("{", "team-a", "dev"); err == nil || !strings.HasPrefix(err.Error(), EnvPolicy+": ") {
 		t.Errorf("err = %v, want one naming %s", err, EnvPolicy)
 	}
-	e, err = SidecarPolicy(`{"namespace":"team-b","limits":{"maxExecutors":3}}`, "team-a")
+	e, err = SidecarPolicy(`{"namespace":"team-b","limits":{"maxExecutors":3}}`, "team-a", "dev")
 	if err != nil || e.Namespace != "team-b" || e.Limits.MaxExecutors != 3 {
 		t.Errorf("decoded %+v, %v", e, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -56,5 +57,5 @@ func (c *Config) Validate() error {
 // Policy decodes the effective policy the webhook recorded, or returns the
 // built-in one for the namespace when none was recorded.
 func (c *Config) Policy() (*policy.Effective, error) {
-	return policy.SidecarPolicy(c.PolicyJSON, c.Namespace)
+	return policy.SidecarPolicy(c.PolicyJSON, c.Namespace, version.Version)
 }

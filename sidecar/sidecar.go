@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )
@@ -82,7 +83,7 @@ func (s *Sidecar) effectivePolicy() (*policy.Effective, error) {
 	if err != nil {
 		return nil, err
 	}
-	pol.Sidecar.SetDefaults()
+	pol.Sidecar.SetDefaults(version.Version)
 	return pol, nil
 }
 

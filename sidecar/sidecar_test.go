@@ -53,7 +53,7 @@ func driver() *corev1.Pod {
 func start(t *testing.T, policyYAML string, objects ...runtime.Object) *harness {
 	t.Helper()
 	client := fake.NewClientset(append([]runtime.Object{driver()}, objects...)...)
-	pol, err := policy.Parse([]byte(policyYAML))
+	pol, err := policy.Parse([]byte(policyYAML), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

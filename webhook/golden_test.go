@@ -32,7 +32,7 @@ func testHandler(t testing.TB) *Handler {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := policy.Parse(data)
+	p, err := policy.Parse(data, "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

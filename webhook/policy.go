@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/sparklet/sparklet/internal/filewatch"
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -26,12 +27,12 @@ func (s *policyStore) get() *policy.Policy { return s.current.Load() }
 // reloading it when it changes.
 func (s *policyStore) watch(ctx context.Context, file string, interval time.Duration) error {
 	if file == "" {
-		s.current.Store(policy.Default())
+		s.current.Store(policy.Default(version.Version))
 		s.log.Info("using the built-in policy")
 		return nil
 	}
 	return filewatch.Watch(ctx, interval, []string{file}, func(c [][]byte) error {
-		p, err := policy.Parse(c[0])
+		p, err := policy.Parse(c[0], version.Version)
 		if err != nil {
 			s.metrics.reloads.WithLabelValues("error").Inc()
 			if s.get() != nil {

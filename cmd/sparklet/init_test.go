@@ -23,7 +23,7 @@ import (
 // annotation, under the given policy, and returns its init container.
 func injectedInit(t *testing.T, policyYAML, annotation string) corev1.Container {
 	t.Helper()
-	p, err := policy.Parse([]byte(policyYAML))
+	p, err := policy.Parse([]byte(policyYAML), "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,13 +25,13 @@ func runInject(args []string) error {
 	if *file == "" {
 		return errors.New("-f is required: the file to inject, or - for standard input")
 	}
-	opts.Policy = policy.Default()
+	opts.Policy = policy.Default(version.Version)
 	if *policyFile != "" {
 		data, err := os.ReadFile(*policyFile)
 		if err != nil {
 			return fmt.Errorf("--policy: %w", err)
 		}
-		if opts.Policy, err = policy.Parse(data); err != nil {
+		if opts.Policy, err = policy.Parse(data, version.Version); err != nil {
 			return fmt.Errorf("--policy %s: %w", *policyFile, err)
 		}
 	}

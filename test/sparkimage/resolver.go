@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/podrunner"
 )
@@ -25,7 +26,7 @@ func Resolver(binDir string) podrunner.ImageResolver {
 }
 
 func resolver(binDir string, dists []spark.Dist, distsErr error, javaHome string, javaErr error) podrunner.ImageResolver {
-	sparkletRepo, _ := parseReference(policy.DefaultSidecarImage())
+	sparkletRepo, _ := parseReference(policy.DefaultSidecarImage(version.Version))
 	return func(image string) (*podrunner.Image, error) {
 		repo, tag := parseReference(image)
 		switch repo {
