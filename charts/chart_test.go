@@ -36,6 +36,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/verify"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
@@ -712,7 +713,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	}
 	t.Logf("%d replicas serving the Secret's certificate, caBundle patched, %s after start; first driver injected after %s",
 		replicas, serving.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
-	if problems := patches.VerifyDriver(created); len(problems) > 0 {
+	if problems := verify.Driver(created); len(problems) > 0 {
 		t.Fatalf("not a proper driver:\n- %s", strings.Join(problems, "\n- "))
 	}
 	if created.Spec.ServiceAccountName != "spark-driver" {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/verify"
 )
 
 func ctxFor(t *testing.T) context.Context {
@@ -53,7 +54,7 @@ func examplePod(t *testing.T, file string) *corev1.Pod {
 
 func requireInjected(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	if problems := patches.VerifyDriver(pod); len(problems) > 0 {
+	if problems := verify.Driver(pod); len(problems) > 0 {
 		t.Fatalf("pod %s/%s is not a proper driver:\n- %s", pod.Namespace, pod.Name, strings.Join(problems, "\n- "))
 	}
 }

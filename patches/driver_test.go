@@ -243,21 +243,3 @@ func TestDriverSkips(t *testing.T) {
 		}
 	}
 }
-
-func TestVerifyDriver(t *testing.T) {
-	pod := driverPod()
-	if problems := VerifyDriver(pod); len(problems) == 0 {
-		t.Error("an uninjected pod passed verification")
-	}
-	if _, err := inject(t, pod, mustPolicy(t, testPolicy)); err != nil {
-		t.Fatal(err)
-	}
-	if problems := VerifyDriver(pod); len(problems) > 0 {
-		t.Errorf("an injected pod failed verification: %v", problems)
-	}
-	leaky := pod.DeepCopy()
-	leaky.Spec.Containers[0].VolumeMounts = append(leaky.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: VolumeToken, MountPath: "/t"})
-	if problems := VerifyDriver(leaky); len(problems) != 1 || !strings.Contains(problems[0], "service-account token") {
-		t.Errorf("a token leak was not reported: %v", problems)
-	}
-}

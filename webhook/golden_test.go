@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/test/verify"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -144,7 +144,7 @@ func TestGolden(t *testing.T) {
 				if err := json.Unmarshal(out, &pod); err != nil {
 					t.Fatal(err)
 				}
-				if problems := patches.VerifyDriver(&pod); len(problems) > 0 {
+				if problems := verify.Driver(&pod); len(problems) > 0 {
 					t.Errorf("injected pod fails verification: %v", problems)
 				}
 			}

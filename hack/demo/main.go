@@ -22,6 +22,7 @@ import (
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/verify"
 )
 
 const ns = "spark-demo"
@@ -90,7 +91,7 @@ func run(bin, dir string) error {
 	conf, _ := patches.ParseSparkConf(jobPod.Annotations[patches.AnnotationEffectiveConf])
 	say("the Job controller created %s (it had only generateName %q at admission);", jobPod.Name, jobPod.GenerateName)
 	say("Spark learns the name at run time: spark.kubernetes.driver.pod.name %s", conf["spark.kubernetes.driver.pod.name"])
-	say("problems found by patches.VerifyDriver: %d", len(patches.VerifyDriver(jobPod)))
+	say("problems found by verify.Driver: %d", len(verify.Driver(jobPod)))
 
 	step("Waiting for kwok, which plays the kubelet here, to run both drivers")
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -195,7 +196,7 @@ func showInjected(pod *corev1.Pod) {
 	}
 	fmt.Println()
 	say("Env added to the Spark container: %s", strings.Join(st.Env, ", "))
-	if p := patches.VerifyDriver(pod); len(p) > 0 {
+	if p := verify.Driver(pod); len(p) > 0 {
 		say("problems: %v", p)
 	}
 }

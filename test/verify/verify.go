@@ -1,4 +1,6 @@
-package patches
+// Package verify checks injected pods from the outside, as tests and the
+// demo see them.
+package verify
 
 import (
 	"encoding/json"
@@ -6,25 +8,27 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches"
 )
 
-// VerifyDriver checks that a stored pod carries everything the driver
+// Driver checks that a stored pod carries everything the driver
 // injection promises. Tests use it on golden files and on pods read back
 // from a real API server; it returns every problem it finds.
-func VerifyDriver(pod *corev1.Pod) []string {
+func Driver(pod *corev1.Pod) []string {
 	var problems []string
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
-	var st Status
-	if err := json.Unmarshal([]byte(pod.Annotations[AnnotationStatus]), &st); err != nil {
-		bad("annotation %s: %v", AnnotationStatus, err)
+	var st patches.Status
+	if err := json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st); err != nil {
+		bad("annotation %s: %v", patches.AnnotationStatus, err)
 	}
-	if pod.Labels[LabelAppID] == "" || pod.Labels[LabelAppID] != st.AppID {
-		bad("label %s=%q does not match the status app id %q", LabelAppID, pod.Labels[LabelAppID], st.AppID)
+	if pod.Labels[patches.LabelAppID] == "" || pod.Labels[patches.LabelAppID] != st.AppID {
+		bad("label %s=%q does not match the status app id %q", patches.LabelAppID, pod.Labels[patches.LabelAppID], st.AppID)
 	}
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
 	if err != nil {
-		bad("annotation %s: %v", AnnotationEffectiveConf, err)
+		bad("annotation %s: %v", patches.AnnotationEffectiveConf, err)
 	}
 	if !strings.HasPrefix(conf["spark.master"], "k8s://http://127.0.0.1:") {
 		bad("spark.master = %q, want the sidecar on 127.0.0.1", conf["spark.master"])
@@ -44,19 +48,19 @@ func VerifyDriver(pod *corev1.Pod) []string {
 
 	var sidecar *corev1.Container
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == SidecarName {
+		if pod.Spec.InitContainers[i].Name == patches.SidecarName {
 			sidecar = &pod.Spec.InitContainers[i]
 		}
 	}
 	switch {
 	case sidecar == nil:
-		bad("no %s init container", SidecarName)
+		bad("no %s init container", patches.SidecarName)
 	case sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways:
-		bad("%s is not a native sidecar (restartPolicy: Always)", SidecarName)
+		bad("%s is not a native sidecar (restartPolicy: Always)", patches.SidecarName)
 	case sidecar.StartupProbe == nil:
-		bad("%s has no startup probe", SidecarName)
-	case !mountsVolume(*sidecar, VolumeToken):
-		bad("%s does not mount the service-account token", SidecarName)
+		bad("%s has no startup probe", patches.SidecarName)
+	case !mountsVolume(*sidecar, patches.VolumeToken):
+		bad("%s does not mount the service-account token", patches.SidecarName)
 	}
 
 	var spark *corev1.Container
@@ -65,7 +69,7 @@ func VerifyDriver(pod *corev1.Pod) []string {
 		if c.Name == st.SparkContainer {
 			spark = c
 		}
-		if mountsVolume(*c, VolumeToken) || mountsPath(*c, ServiceAccount) {
+		if mountsVolume(*c, patches.VolumeToken) || mountsPath(*c, patches.ServiceAccount) {
 			bad("container %q can read the service-account token", c.Name)
 		}
 	}
@@ -78,7 +82,7 @@ func VerifyDriver(pod *corev1.Pod) []string {
 			bad("Spark container lacks env %s", e)
 		}
 	}
-	for _, v := range []string{VolumeConf, VolumeJVM} {
+	for _, v := range []string{patches.VolumeConf, patches.VolumeJVM} {
 		if !mountsVolume(*spark, v) {
 			bad("Spark container does not mount %s", v)
 		}
@@ -107,6 +111,15 @@ func mountsVolume(c corev1.Container, name string) bool {
 func mountsPath(c corev1.Container, path string) bool {
 	for _, m := range c.VolumeMounts {
 		if m.MountPath == path {
+			return true
+		}
+	}
+	return false
+}
+
+func hasEnv(env []corev1.EnvVar, name string) bool {
+	for _, e := range env {
+		if e.Name == name {
 			return true
 		}
 	}

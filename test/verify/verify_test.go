@@ -1,0 +1,72 @@
+package verify
+
+import (
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// testPolicy puts credentials, limits and enforced values in play.
+const testPolicy = `
+spark:
+  defaults:
+    spark.executor.instances: "2"
+  enforced:
+    spark.eventLog.enabled: "true"
+driver:
+  defaults:
+    serviceAccountName: spark-driver
+    env:
+    - {name: TEAM, value: platform}
+    nodeSelector: {pool: spark}
+  enforced:
+    labels: {cost-center: data}
+executor:
+  enforced:
+    tolerations:
+    - {key: spot, operator: Exists, effect: NoSchedule}
+credentials:
+- name: s3
+  secretName: s3-keys
+  env: [{name: AWS_ACCESS_KEY_ID, key: access-key}]
+  mountPath: /etc/s3
+limits:
+  maxExecutors: 20
+  driver: {maxCores: "4", maxMemory: 16Gi}
+  executor: {maxCores: "8", maxMemory: 32Gi}
+allowedImages: ["apache/spark:*"]
+`
+
+func TestDriver(t *testing.T) {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{patches.LabelRole: "driver"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "spark", Image: "apache/spark:3.5.4",
+			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"},
+		}}},
+	}
+	if problems := Driver(pod); len(problems) == 0 {
+		t.Error("an uninjected pod passed verification")
+	}
+	p, err := policy.Parse([]byte(testPolicy), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := patches.Input{Namespace: "spark-jobs", Policy: p.For("spark-jobs"), Version: "test", AppID: "spark-test"}
+	if skipped, err := patches.Driver(pod, in); err != nil || skipped != "" {
+		t.Fatalf("skipped=%q err=%v", skipped, err)
+	}
+	if problems := Driver(pod); len(problems) > 0 {
+		t.Errorf("an injected pod failed verification: %v", problems)
+	}
+	leaky := pod.DeepCopy()
+	leaky.Spec.Containers[0].VolumeMounts = append(leaky.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: patches.VolumeToken, MountPath: "/t"})
+	if problems := Driver(leaky); len(problems) != 1 || !strings.Contains(problems[0], "service-account token") {
+		t.Errorf("a token leak was not reported: %v", problems)
+	}
+}
