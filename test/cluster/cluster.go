@@ -125,7 +125,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	if err := writeFiles(map[string][]byte{
-		c.path("pki", "ca.crt"): c.ca.certPEM, c.path("pki", "ca.key"): c.ca.keyPEM,
+		c.path("pki", "ca.crt"): c.ca.CertPEM, c.path("pki", "ca.key"): c.ca.KeyPEM,
 		c.path("pki", "apiserver.crt"): serverCert, c.path("pki", "apiserver.key"): serverKey,
 		c.path("pki", "sa.key"): saKey, c.path("pki", "sa.pub"): saPub,
 	}); err != nil {
@@ -133,7 +133,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	server := "https://127.0.0.1:" + strconv.Itoa(apiPort)
 	c.kubeconfig = c.path("kubeconfig")
-	if err := writeKubeconfig(c.kubeconfig, server, c.ca.certPEM, adminCert, adminKey); err != nil {
+	if err := writeKubeconfig(c.kubeconfig, server, c.ca.CertPEM, adminCert, adminKey); err != nil {
 		return err
 	}
 	if c.config, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
@@ -314,7 +314,7 @@ func (c *Cluster) RESTConfig() *rest.Config { return rest.CopyConfig(c.config) }
 func (c *Cluster) Client() kubernetes.Interface { return c.client }
 
 // CA returns the cluster CA's certificate and key in PEM.
-func (c *Cluster) CA() (certPEM, keyPEM []byte) { return c.ca.certPEM, c.ca.keyPEM }
+func (c *Cluster) CA() (certPEM, keyPEM []byte) { return c.ca.CertPEM, c.ca.KeyPEM }
 
 // IssueServingCert issues a serving certificate from the cluster CA, which
 // the API server trusts with the CA as caBundle.

@@ -8,8 +8,7 @@ package selfcert
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
+	"crypto"
 	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
@@ -19,8 +18,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
-	"net"
 	"os"
 	"sync/atomic"
 	"time"
@@ -33,6 +30,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/sparklet/sparklet/internal/certs"
 )
 
 // Secret keys.
@@ -281,50 +280,33 @@ func (m *Manager) issue(d map[string][]byte) error {
 	now := m.now()
 	ca, caErr := parseCert(d[KeyCACert])
 	caPair, pairErr := tls.X509KeyPair(d[KeyCACert], d[KeyCAKey])
+	parent := &certs.Pair{Cert: ca}
 	if caErr != nil || pairErr != nil || ca.NotAfter.Sub(now) < 2*m.cfg.ServingValidity {
-		key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-		if err != nil {
-			return err
-		}
-		tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: m.cfg.ServiceName + "-ca"},
+		newCA, err := certs.New(&x509.Certificate{Subject: pkix.Name{CommonName: m.cfg.ServiceName + "-ca"},
 			NotBefore: now.Add(-time.Hour), NotAfter: now.Add(10 * m.cfg.ServingValidity),
-			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}
-		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+			KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature, BasicConstraintsValid: true, IsCA: true}, nil)
 		if err != nil {
 			return err
 		}
-		kder, _ := x509.MarshalECPrivateKey(key)
 		if caErr == nil {
 			d[KeyPreviousCACert] = d[KeyCACert]
 		}
-		d[KeyCACert] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-		d[KeyCAKey] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
-		if caPair, err = tls.X509KeyPair(d[KeyCACert], d[KeyCAKey]); err != nil {
-			return err
-		}
-		ca, _ = x509.ParseCertificate(der)
+		d[KeyCACert], d[KeyCAKey] = newCA.CertPEM, newCA.KeyPEM
+		parent = newCA
+	} else if signer, ok := caPair.PrivateKey.(crypto.Signer); ok {
+		parent.Key = signer
+	} else {
+		return fmt.Errorf("%s: a %T cannot sign", KeyCAKey, caPair.PrivateKey)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return err
-	}
-	tmpl := &x509.Certificate{SerialNumber: serial(), Subject: pkix.Name{CommonName: m.cfg.ServiceName + "." + m.cfg.Namespace + ".svc"},
+	tmpl := &x509.Certificate{Subject: pkix.Name{CommonName: m.cfg.ServiceName + "." + m.cfg.Namespace + ".svc"},
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(m.cfg.ServingValidity),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	for _, h := range m.hosts() {
-		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caPair.PrivateKey)
+	certs.AddHosts(tmpl, m.hosts()...)
+	leaf, err := certs.New(tmpl, parent)
 	if err != nil {
 		return err
 	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	d[KeyCert] = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	d[KeyKey] = pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	d[KeyCert], d[KeyKey] = leaf.CertPEM, leaf.KeyPEM
 	return nil
 }
 
@@ -371,9 +353,4 @@ func parseCert(data []byte) (*x509.Certificate, error) {
 		return nil, errors.New("not PEM")
 	}
 	return x509.ParseCertificate(b.Bytes)
-}
-
-func serial() *big.Int {
-	n, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	return n
 }
