@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sparklet/sparklet/internal/atomicfile"
 )
 
 func TestWatchReloadsOnChange(t *testing.T) {
@@ -27,7 +29,7 @@ func TestWatchReloadsOnChange(t *testing.T) {
 	if v := <-got; v != "one" {
 		t.Fatalf("first load = %q", v)
 	}
-	if err := writeAtomic(a, "two"); err != nil {
+	if err := atomicfile.Write(a, []byte("two"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -65,7 +67,7 @@ func TestWatchOffersRejectedContentOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-calls
-	if err := writeAtomic(a, "bad"); err != nil {
+	if err := atomicfile.Write(a, []byte("bad"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -82,7 +84,7 @@ func TestWatchOffersRejectedContentOnce(t *testing.T) {
 		t.Fatalf("rejected content offered again: %q", v)
 	case <-time.After(50 * time.Millisecond):
 	}
-	if err := writeAtomic(a, "fixed"); err != nil {
+	if err := atomicfile.Write(a, []byte("fixed"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -100,14 +102,4 @@ func TestWatchMissingFile(t *testing.T) {
 	if err == nil {
 		t.Fatal("want an error for a missing file")
 	}
-}
-
-// writeAtomic replaces a file the way the kubelet updates mounted
-// ConfigMaps and Secrets: readers never see it half-written.
-func writeAtomic(path, content string) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/webhookconfig"
@@ -179,11 +180,7 @@ func (e *Env) IssueCert() error {
 		return fmt.Errorf("issue webhook certificate: %w", err)
 	}
 	for path, data := range map[string][]byte{e.KeyFile(): key, e.CertFile(): cert} {
-		tmp := path + ".tmp"
-		if err := os.WriteFile(tmp, data, 0o600); err != nil {
-			return err
-		}
-		if err := os.Rename(tmp, path); err != nil {
+		if err := atomicfile.Write(path, data, 0o600); err != nil {
 			return err
 		}
 	}
