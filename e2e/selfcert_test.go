@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"crypto/tls"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/ready"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
@@ -64,18 +63,12 @@ func TestSelfManagedCertificates(t *testing.T) {
 			t.Logf("webhook log:\n%s", data)
 		}
 	})
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		m, err := env.Client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, config, metav1.GetOptions{})
 		if err != nil || len(m.Webhooks[0].ClientConfig.CABundle) == 0 {
 			return false, nil
 		}
-		resp, err := client.Get("https://" + addr + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == 200, nil
+		return ready.OK("https://" + addr + "/readyz"), nil
 	})
 	if err != nil {
 		t.Fatalf("the webhook did not set up its certificate and caBundle: %v", err)

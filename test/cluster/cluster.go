@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -28,6 +27,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/sparklet/sparklet/test/ready"
 )
 
 // Nodes are the fake nodes kwok manages; each takes 1000 small pods.
@@ -246,15 +247,7 @@ func (c *Cluster) waitFor(ctx context.Context, what string, timeout time.Duratio
 }
 
 func (c *Cluster) waitHTTP(ctx context.Context, what, url string) error {
-	client := &http.Client{Timeout: time.Second}
-	return c.waitFor(ctx, what, time.Minute, func(context.Context) (bool, error) {
-		resp, err := client.Get(url)
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	})
+	return c.waitFor(ctx, what, time.Minute, func(context.Context) (bool, error) { return ready.OK(url), nil })
 }
 
 func (c *Cluster) waitReady(ctx context.Context) error {

@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +28,7 @@ import (
 	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/ready"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
@@ -222,19 +222,13 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 		}
 	}
 
-	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // readiness only
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err = ready.Wait(ctx, "https://"+e.Addr()+"/readyz", 100*time.Millisecond, 30*time.Second, func() error {
 		select {
 		case <-e.exited:
-			return false, fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), cluster.Tail(e.LogFile(), 20))
+			return fmt.Errorf("webhook exited; log %s:\n%s", e.LogFile(), cluster.Tail(e.LogFile(), 20))
 		default:
+			return nil
 		}
-		resp, err := client.Get("https://" + e.Addr() + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
 		return fmt.Errorf("webhook not ready: %w", err)

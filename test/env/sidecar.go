@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,12 +14,12 @@ import (
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/emulator"
+	"github.com/sparklet/sparklet/test/ready"
 )
 
 // Sidecar is `sparklet sidecar` running locally as an injected driver
@@ -116,19 +115,14 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	}
 	s.cmd, s.exited = cmd, make(chan error, 1)
 	go func() { s.exited <- cmd.Wait(); log.Close() }()
-	return wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	return ready.Wait(ctx, "http://"+s.Metrics+"/readyz", 50*time.Millisecond, 30*time.Second, func() error {
 		select {
 		case err := <-s.exited:
 			s.exited <- err
-			return false, fmt.Errorf("sidecar exited (%v):\n%s", err, cluster.Tail(s.LogFile(), 20))
+			return fmt.Errorf("sidecar exited (%v):\n%s", err, cluster.Tail(s.LogFile(), 20))
 		default:
+			return nil
 		}
-		resp, err := http.Get("http://" + s.Metrics + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
 	})
 }
 
