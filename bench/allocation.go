@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,13 +62,8 @@ const profileSeconds = 10
 type point struct{ s, running float64 }
 
 func verbs(m map[string]float64) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		// Per-minute rates can be fractions; counts are whole.
 		parts = append(parts, k+" "+strconv.FormatFloat(math.Round(m[k]*10)/10, 'f', -1, 64))
 	}

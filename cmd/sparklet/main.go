@@ -4,8 +4,9 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -36,11 +37,6 @@ func main() {
 }
 
 func usage() string {
-	names := make([]string, 0, len(commands))
-	for n := range commands {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return "usage: sparklet <command> [flags]\n\ncommands: " + strings.Join(names, ", ") +
+	return "usage: sparklet <command> [flags]\n\ncommands: " + strings.Join(slices.Sorted(maps.Keys(commands)), ", ") +
 		"\nrun 'sparklet <command> -h' for a command's flags\n"
 }

@@ -8,9 +8,10 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -186,12 +187,7 @@ func showInjected(pod *corev1.Pod) {
 	fmt.Println()
 	say("Effective Spark configuration (annotation sparklet.io/effective-conf, read by the JVM as spark-defaults.conf):")
 	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
-	keys := make([]string, 0, len(conf))
-	for k := range conf {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		say("  %-48s %s", k, conf[k])
 	}
 	fmt.Println()
