@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -390,7 +391,7 @@ func (d *Driver) allocate(ctx context.Context) {
 		// Downscale: newly created and pending pods older than the idle
 		// timeout, newest first.
 		excess := podCount - d.target
-		for _, id := range slices.Backward(slices.Sorted(mapKeys(d.newly))) {
+		for _, id := range slices.Backward(slices.Sorted(maps.Keys(d.newly))) {
 			if len(newlyToDelete) < excess && now.Sub(d.newly[id]) > d.cfg.IdleTimeout {
 				newlyToDelete = append(newlyToDelete, id)
 			}
@@ -426,16 +427,6 @@ func (d *Driver) allocate(ctx context.Context) {
 	}
 	if toCreate > 0 {
 		d.requestNewExecutors(ctx, toCreate)
-	}
-}
-
-func mapKeys[V any](m map[int]V) func(func(int) bool) {
-	return func(yield func(int) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
 	}
 }
 
