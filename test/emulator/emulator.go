@@ -10,7 +10,12 @@
 //     F = kubernetes-client/src/main/java/io/fabric8/kubernetes/client/dsl/internal,
 //     FA = kubernetes-client-api/src/main/java/io/fabric8/kubernetes/client
 //
-// The map of calls is ../../../shared/research/spark-fabric8-wire.md.
+// The calls are those of K/scheduler/cluster/k8s/ExecutorPodsAllocator.scala,
+// ExecutorPodsWatchSnapshotSource.scala, ExecutorPodsPollingSnapshotSource.scala,
+// ExecutorPodsLifecycleManager.scala and KubernetesClusterSchedulerBackend.scala
+// (apache/spark tags v3.5.4 and v4.0.0), made through F/BaseOperation.java,
+// F/OperationSupport.java and F/WatchConnectionManager.java (fabric8io/
+// kubernetes-client tags v6.7.2 and v7.1.0).
 package emulator
 
 import (
