@@ -153,6 +153,9 @@ func (w *podWorker) runOnce(c *container) (int, error) {
 	c.started = c.spec.StartupProbe == nil
 	c.ready = false
 	c.signal()
+	if c.role == roleMain && w.phase == corev1.PodPending {
+		w.phase = corev1.PodRunning // a pod runs once a main container has started
+	}
 	exited := c.exited
 	w.mu.Unlock()
 	w.markDirty()

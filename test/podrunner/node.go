@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 )
 
@@ -93,6 +94,10 @@ func (r *Runner) renewLease(ctx context.Context) error {
 }
 
 func (r *Runner) updateNodeStatus(ctx context.Context) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error { return r.tryNodeStatus(ctx) })
+}
+
+func (r *Runner) tryNodeStatus(ctx context.Context) error {
 	node, err := r.client.CoreV1().Nodes().Get(ctx, r.opts.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err

@@ -293,7 +293,6 @@ func (w *podWorker) runMain() (corev1.PodPhase, bool) {
 		wg.Add(1)
 		go func() { defer wg.Done(); codes[i] = w.supervise(c, policy) }()
 	}
-	w.setPhase(corev1.PodRunning, "", "")
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 	select {
