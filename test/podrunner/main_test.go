@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/policy"
 )
 
 // The end-to-end tests run a control plane and a runner whose pods run
@@ -34,11 +35,19 @@ const (
 	namespace  = "default"
 )
 
-// shellImages maps local/shell to the host's own /bin/sh: its command and
-// args run as written, /bin/sh when it has no command, as an image with
-// CMD ["/bin/sh"] would.
-func shellImages(image string) (*Image, error) {
-	if image != shellImage {
+// testImages maps local/shell, and apache/spark images (for a driver pod
+// without a JVM), to the host's own /bin/sh: its command and args run as
+// written, /bin/sh when it has no command, as an image with
+// CMD ["/bin/sh"] would. The sparklet image runs SPARKLET_BIN_DIR/sparklet,
+// its ENTRYPOINT.
+func testImages(image string) (*Image, error) {
+	if image == policy.DefaultSidecarImage() {
+		bin := filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet")
+		return &Image{Entrypoint: func(_, args, env []string) ([]string, []string, error) {
+			return append([]string{bin}, args...), env, nil
+		}}, nil
+	}
+	if image != shellImage && !strings.HasPrefix(image, "apache/spark:") {
 		return nil, fmt.Errorf("image %q has no local mapping", image)
 	}
 	return &Image{
@@ -92,7 +101,7 @@ func withCluster(dir string, m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer runLog.Close()
-	runner, err = New(Options{NodeName: nodeName, Dir: filepath.Join(dir, "runner"), Images: shellImages,
+	runner, err = New(Options{NodeName: nodeName, Dir: filepath.Join(dir, "runner"), Images: testImages,
 		Log: runLog, SyncPeriod: 2 * time.Second})
 	if err != nil {
 		return 0, err
