@@ -135,10 +135,12 @@ func (w *podWorker) run() {
 			w.setPhase(w.finalPhase(), "", "")
 			w.writeStatusBounded()
 		}
+		// As the kubelet, only once nothing of the pod is left here.
+		w.teardown()
 		w.deleteObject()
 	default:
+		w.teardown()
 	}
-	w.teardown()
 }
 
 // runContainers sets the pod up and runs its containers until the main

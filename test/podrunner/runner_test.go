@@ -364,14 +364,22 @@ func TestGracefulDeletion(t *testing.T) {
 		"trap 'echo got-sigterm; exit 0' TERM; echo ready; while true; do sleep 0.1; done",
 		"trap '' TERM; echo ready; while true; do sleep 0.1; done")
 	pod.Spec.TerminationGracePeriodSeconds = ptr.To(int64(3))
-	created := create(ctx, t, pod)
+	create(ctx, t, pod)
 	waitLog(ctx, t, pod.Name, "c0", "ready")
 	waitLog(ctx, t, pod.Name, "c1", "ready")
+	running, err := client.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	netns := podNetns(running)
+	if _, err := os.Stat(netns); err != nil {
+		t.Fatalf("the pod's network namespace: %v", err)
+	}
 	start := time.Now()
 	if err := client.CoreV1().Pods(namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Pods(namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		return apierrors.IsNotFound(err), nil
 	})
@@ -384,18 +392,15 @@ func TestGracefulDeletion(t *testing.T) {
 	if got := logOf(pod.Name, "c0"); !strings.Contains(got, "got-sigterm") {
 		t.Errorf("c0 did not get SIGTERM: %q", got)
 	}
-	if _, err := os.Stat("/run/netns/" + runner.net.bridge + "-" + lastOctet(created)); err == nil {
-		t.Errorf("the pod's network namespace survived it")
+	if _, err := os.Stat(netns); !os.IsNotExist(err) {
+		t.Errorf("the pod's network namespace %s survived the pod object: %v", netns, err)
 	}
 }
 
-func lastOctet(p *corev1.Pod) string {
-	got, err := client.CoreV1().Pods(namespace).Get(context.Background(), p.Name, metav1.GetOptions{})
-	if err != nil || got.Status.PodIP == "" {
-		return "none"
-	}
-	parts := strings.Split(got.Status.PodIP, ".")
-	return parts[len(parts)-1]
+// podNetns is the path of a running pod's network namespace.
+func podNetns(p *corev1.Pod) string {
+	parts := strings.Split(p.Status.PodIP, ".")
+	return "/run/netns/" + runner.net.bridge + "-" + parts[len(parts)-1]
 }
 
 func TestInPodClientReachesAPIServer(t *testing.T) {
