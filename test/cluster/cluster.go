@@ -45,6 +45,9 @@ type Options struct {
 	APIServerFlags []string
 	// SchedulerFlags are extra kube-scheduler flags, e.g. --kube-api-qps.
 	SchedulerFlags []string
+	// ExtraSANs are more IP addresses or DNS names for the API server's
+	// serving certificate, e.g. a pod runner's bridge address.
+	ExtraSANs []string
 	// Detach leaves the components running after the caller exits (for
 	// `make cluster-up`); Stop or Down ends them.
 	Detach bool
@@ -113,7 +116,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		return err
 	}
 	serverCert, serverKey, err := c.ca.issue("kube-apiserver", nil,
-		[]string{"127.0.0.1", "localhost", "10.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, false)
+		append([]string{"127.0.0.1", "localhost", "10.0.0.1", "kubernetes", "kubernetes.default", "kubernetes.default.svc"}, c.opts.ExtraSANs...), false)
 	if err != nil {
 		return err
 	}
