@@ -5,7 +5,7 @@
 //	go run ./hack/podrunner --kubeconfig .cache/cluster/kubeconfig --host-images local/shell
 //
 // Pods reach the API server through the runner's bridge address, which
-// the API server's certificate must name (localcluster.Options.ExtraSANs).
+// the API server's certificate must name (cluster.Options.ExtraSANs).
 package main
 
 import (

@@ -16,17 +16,18 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sparklet/sparklet/internal/localcluster"
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/test/cluster"
 )
 
 // The end-to-end tests run a control plane and a runner whose pods run
 // here. They run when SPARKLET_E2E=1 (make test sets it), as root, and then
 // fail, rather than skip, if the control-plane binaries are missing.
 var (
-	runner  *Runner
-	cluster *localcluster.Cluster
-	client  kubernetes.Interface
+	runner *Runner
+	cp     *cluster.Cluster
+	client kubernetes.Interface
 )
 
 const (
@@ -41,7 +42,7 @@ const (
 // CMD ["/bin/sh"] would. The sparklet image runs SPARKLET_BIN_DIR/sparklet,
 // its ENTRYPOINT.
 func testImages(image string) (*Image, error) {
-	if image == policy.DefaultSidecarImage() {
+	if image == policy.DefaultSidecarImage(version.Version) {
 		bin := filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet")
 		return &Image{Entrypoint: func(_, args, env []string) ([]string, []string, error) {
 			return append([]string{bin}, args...), env, nil
@@ -107,14 +108,14 @@ func withCluster(dir string, m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer runner.Stop()
-	cluster, err = localcluster.Start(ctx, localcluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"),
+	cp, err = cluster.Start(ctx, cluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"),
 		Dir: filepath.Join(dir, "cluster"), ExtraSANs: []string{runner.HostIP()}})
 	if err != nil {
 		return 0, err
 	}
-	defer cluster.Stop()
-	client = cluster.Client()
-	if err := runner.Start(ctx, cluster.RESTConfig()); err != nil {
+	defer cp.Stop()
+	client = cp.Client()
+	if err := runner.Start(ctx, cp.RESTConfig()); err != nil {
 		return 0, err
 	}
 	return m.Run(), nil

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )
@@ -29,7 +30,7 @@ func TestInjectedDriverPod(t *testing.T) {
 		t.Fatalf("the sidecar binary: %v (make build)", err)
 	}
 	sidecarRBAC(t)
-	pol := policy.Default().For(namespace)
+	pol := policy.Default(version.Version).For(namespace)
 	script := fmt.Sprintf(`set -e
 echo "master=$(grep '^spark.master' $SPARK_CONF_DIR/spark-defaults.conf)"
 echo "driver-ip=$SPARKLET_POD_IP"
