@@ -90,12 +90,16 @@ func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
 }
 
 // setController makes the driver pod the executor's controller, replacing a
-// reference to the same driver that Spark may have set already.
+// reference to the same driver that Spark may have set already. Like Spark's
+// own (BasicExecutorFeatureStep.scala, v3.5.4 and v4.0.0), the reference has
+// no blockOwnerDeletion: setting it needs update on the driver's
+// pods/finalizers under the OwnerReferencesPermissionEnforcement admission
+// plugin, and garbage collection does not need it.
 func setController(pod, driver *corev1.Pod) {
 	yes := true
 	ref := metav1.OwnerReference{
 		APIVersion: "v1", Kind: "Pod", Name: driver.Name, UID: driver.UID,
-		Controller: &yes, BlockOwnerDeletion: &yes,
+		Controller: &yes,
 	}
 	refs := pod.OwnerReferences[:0:0]
 	for _, r := range pod.OwnerReferences {

@@ -49,6 +49,8 @@ func TestExecutorPatched(t *testing.T) {
 	}
 	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "driver-uid" || !*pod.OwnerReferences[0].Controller {
 		t.Errorf("owner references = %+v, want one controller reference to the driver", pod.OwnerReferences)
+	} else if pod.OwnerReferences[0].BlockOwnerDeletion != nil {
+		t.Errorf("owner reference sets blockOwnerDeletion, which OwnerReferencesPermissionEnforcement refuses without pods/finalizers: %+v", pod.OwnerReferences[0])
 	}
 	if pod.Labels[LabelManaged] != "true" {
 		t.Errorf("labels = %v", pod.Labels)

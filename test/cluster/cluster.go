@@ -31,6 +31,19 @@ import (
 	"github.com/sparklet/sparklet/test/ready"
 )
 
+// AdmissionPlugins are the kube-apiserver's admission plugins: the ones
+// hardened clusters run, so that what such a cluster refuses is refused here
+// first. OwnerReferencesPermissionEnforcement refuses blockOwnerDeletion
+// without update on the owner's finalizers (as OpenShift does); PodSecurity
+// enforces the namespaces' pod-security.kubernetes.io labels; NodeRestriction
+// is what the CIS benchmark asks for.
+var AdmissionPlugins = []string{
+	"NamespaceLifecycle", "LimitRanger", "ServiceAccount", "NodeRestriction",
+	"OwnerReferencesPermissionEnforcement", "PodSecurity",
+	"DefaultTolerationSeconds", "Priority", "ResourceQuota",
+	"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
+}
+
 // Nodes are the fake nodes kwok manages; each takes 1000 small pods.
 var Nodes = []string{"kwok-node-1", "kwok-node-2"}
 
@@ -48,6 +61,9 @@ type Options struct {
 	// ExtraSANs are more IP addresses or DNS names for the API server's
 	// serving certificate, e.g. a pod runner's bridge address.
 	ExtraSANs []string
+	// NoKwok starts neither kwok nor its fake nodes: every pod then goes
+	// to a node the caller brings, such as a pod runner's.
+	NoKwok bool
 	// Detach leaves the components running after the caller exits (for
 	// `make cluster-up`); Stop or Down ends them.
 	Detach bool
@@ -62,6 +78,7 @@ type Cluster struct {
 	client     kubernetes.Interface
 	procs      []*process
 	extra      []adopted
+	apiArgs    []string
 }
 
 type process struct {
@@ -171,12 +188,13 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--service-account-signing-key-file", c.path("pki", "sa.key"),
 		"--service-cluster-ip-range", "10.0.0.0/24",
 		"--authorization-mode", "Node,RBAC",
-		"--enable-admission-plugins", "NamespaceLifecycle,ServiceAccount,ResourceQuota,MutatingAdmissionWebhook,ValidatingAdmissionWebhook,Priority,DefaultTolerationSeconds",
+		"--enable-admission-plugins", strings.Join(AdmissionPlugins, ","),
 		"--allow-privileged",
 		"--endpoint-reconciler-type", "none",
 		"--profiling=false",
 	}
-	if err := c.run("kube-apiserver", append(apiArgs, c.opts.APIServerFlags...)...); err != nil {
+	c.apiArgs = append(apiArgs, c.opts.APIServerFlags...)
+	if err := c.run("kube-apiserver", c.apiArgs...); err != nil {
 		return err
 	}
 	if err := c.waitReady(ctx); err != nil {
@@ -198,6 +216,9 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := c.run("kube-scheduler", append([]string{"--kubeconfig", c.kubeconfig, "--leader-elect=false", "--secure-port", "0"}, c.opts.SchedulerFlags...)...); err != nil {
 		return err
 	}
+	if c.opts.NoKwok {
+		return c.finish(ctx)
+	}
 	stages, err := filepath.Glob(filepath.Join(c.opts.BinDir, "kwok-stages", "*.yaml"))
 	if err != nil || len(stages) == 0 {
 		return fmt.Errorf("no kwok stage files in %s: rebuild with hack/cluster/build.sh", filepath.Join(c.opts.BinDir, "kwok-stages"))
@@ -210,10 +231,16 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--node-lease-duration-seconds", "40"); err != nil {
 		return err
 	}
-	if err := c.saveState(); err != nil {
+	if err := c.createNodes(ctx); err != nil {
 		return err
 	}
-	if err := c.createNodes(ctx); err != nil {
+	return c.finish(ctx)
+}
+
+// finish records the processes and waits for the default service account,
+// which pods need.
+func (c *Cluster) finish(ctx context.Context) error {
+	if err := c.saveState(); err != nil {
 		return err
 	}
 	return c.waitFor(ctx, "the default service account", 2*time.Minute, func(ctx context.Context) (bool, error) {
@@ -333,6 +360,28 @@ func (c *Cluster) Stop() {
 	}
 	c.procs = nil
 	_ = os.Remove(c.path("state.json"))
+}
+
+// RestartAPIServer stops kube-apiserver (SIGTERM, as a rolling restart
+// does), starts it again with the same flags and waits until it is ready.
+// Clients see refused connections in between.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	for i, p := range c.procs {
+		if p.name != "kube-apiserver" {
+			continue
+		}
+		Terminate(p.cmd.Process.Pid, p.done)
+		cmd, done, err := Spawn(filepath.Join(c.opts.BinDir, p.name), c.apiArgs, c.path("logs", p.name+".log"), c.opts.Detach)
+		if err != nil {
+			return err
+		}
+		c.procs[i] = &process{name: p.name, cmd: cmd, done: done}
+		if err := c.saveState(); err != nil {
+			return err
+		}
+		return c.waitReady(ctx)
+	}
+	return fmt.Errorf("kube-apiserver is not running")
 }
 
 // Adopt records another process (say, a webhook) so that Down stops it

@@ -28,7 +28,9 @@ import (
 	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/podrunner"
 	"github.com/sparklet/sparklet/test/ready"
+	"github.com/sparklet/sparklet/test/sparkimage"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
 
@@ -53,11 +55,21 @@ type Options struct {
 	// Detach leaves the cluster and the webhook running after the caller
 	// exits; cluster.Down(Dir + "/cluster") stops them.
 	Detach bool
+	// PodRunner runs real pods: a pod runner registers the node RunnerNode,
+	// whose pods run as local processes with the Spark images mapped to the
+	// distributions in BinDir/spark. kwok and its fake nodes are not
+	// started, so every pod lands on that node.
+	PodRunner bool
 }
+
+// RunnerNode is the pod runner's node.
+const RunnerNode = "runner-1"
 
 // Env is a running control plane with the sparklet webhook registered.
 type Env struct {
 	Cluster *cluster.Cluster
+	// Runner is the pod runner when Options.PodRunner is set.
+	Runner  *podrunner.Runner
 	Client  kubernetes.Interface
 	opts    Options
 	port    int
@@ -72,11 +84,37 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, err
 	}
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, SchedulerFlags: opts.SchedulerFlags, Detach: opts.Detach})
+	copts := cluster.Options{BinDir: opts.BinDir, Dir: filepath.Join(opts.Dir, "cluster"), APIServerFlags: opts.APIServerFlags, SchedulerFlags: opts.SchedulerFlags, Detach: opts.Detach}
+	var runner *podrunner.Runner
+	if opts.PodRunner {
+		// The runner goes first: the API server's certificate must name its
+		// bridge address, through which pods reach the API server.
+		log, err := os.OpenFile(filepath.Join(opts.Dir, "podrunner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return nil, err
+		}
+		runner, err = podrunner.New(podrunner.Options{NodeName: RunnerNode, Dir: filepath.Join(opts.Dir, "pods"),
+			Images: sparkimage.Resolver(opts.BinDir), Log: log, SyncPeriod: 2 * time.Second})
+		if err != nil {
+			log.Close()
+			return nil, fmt.Errorf("start pod runner: %w", err)
+		}
+		copts.ExtraSANs, copts.NoKwok = []string{runner.HostIP()}, true
+	}
+	c, err := cluster.Start(ctx, copts)
 	if err != nil {
+		if runner != nil {
+			runner.Stop()
+		}
 		return nil, fmt.Errorf("start control plane: %w", err)
 	}
-	e := &Env{Cluster: c, Client: c.Client(), opts: opts, certDir: filepath.Join(opts.Dir, "webhook-certs")}
+	e := &Env{Cluster: c, Runner: runner, Client: c.Client(), opts: opts, certDir: filepath.Join(opts.Dir, "webhook-certs")}
+	if runner != nil {
+		if err := runner.Start(ctx, c.RESTConfig()); err != nil {
+			e.Stop()
+			return nil, fmt.Errorf("start pod runner: %w", err)
+		}
+	}
 	if err := e.setUp(ctx); err != nil {
 		e.Stop()
 		return nil, err
@@ -140,6 +178,9 @@ func (e *Env) waitCalled(ctx context.Context) error {
 	return nil
 }
 
+// PodSecurityLabel is Pod Security admission's enforce label.
+const PodSecurityLabel = "pod-security.kubernetes.io/enforce"
+
 // DriverServiceAccount is the driver service account the Helm chart
 // creates in each opted-in namespace it lists, and examples/policy.yaml
 // names as the default.
@@ -149,9 +190,10 @@ const DriverServiceAccount = "spark-driver"
 // injection and, as the chart does, creates the driver service account and
 // binds it to what the sidecar needs.
 func (e *Env) CreateNamespace(ctx context.Context, name string, optIn bool) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	// Pod Security's baseline level, enforced as hardened clusters do.
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{PodSecurityLabel: "baseline"}}}
 	if optIn {
-		ns.Labels = map[string]string{webhookconfig.NamespaceLabel: webhookconfig.NamespaceOptIn}
+		ns.Labels[webhookconfig.NamespaceLabel] = webhookconfig.NamespaceOptIn
 	}
 	if _, err := e.Client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create namespace %s: %w", name, err)
@@ -245,8 +287,11 @@ func (e *Env) StopWebhook() {
 	e.webhook = nil
 }
 
-// Stop stops the webhook and the control plane.
+// Stop stops the pod runner, the webhook and the control plane.
 func (e *Env) Stop() {
+	if e.Runner != nil {
+		e.Runner.Stop()
+	}
 	e.StopWebhook()
 	if e.Cluster != nil {
 		e.Cluster.Stop()
