@@ -41,6 +41,11 @@ func (a *API) servePassThrough(w http.ResponseWriter, req *request) {
 			return
 		}
 		list.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "PersistentVolumeClaimList"}
+		if list.Items == nil {
+			// The API server sends [] and Spark 3.5 fails on null
+			// (ExecutorPodsAllocator.getReusablePVCs, v3.5.9).
+			list.Items = []corev1.PersistentVolumeClaim{}
+		}
 		writeObject(w, http.StatusOK, list)
 	case "deletecollection":
 		opts, err := req.deleteOptions()

@@ -404,3 +404,23 @@ func TestLifecycleCleansUpWhenTheDriverEnds(t *testing.T) {
 	// The fake clientset records collection deletes but does not carry them
 	// out; the end-to-end test checks that nothing is left.
 }
+
+// An empty list has "items": [] as the API server sends it, never null:
+// Spark 3.5's allocator calls getItems on the PVC list and fails on null
+// (ExecutorPodsAllocator.getReusablePVCs, v3.5.9), seen with a real JVM.
+func TestEmptyListsHaveItems(t *testing.T) {
+	h := start(t, "")
+	for _, path := range []string{
+		"/api/v1/namespaces/spark/pods?labelSelector=spark-role%3Dexecutor",
+		"/api/v1/namespaces/spark/persistentvolumeclaims?labelSelector=spark-app-selector%3Dspark-app",
+	} {
+		code, body := h.do("GET", path, "", nil)
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal(body, &raw); err != nil || code != 200 {
+			t.Fatalf("GET %s: %d %s", path, code, body)
+		}
+		if string(raw["items"]) != "[]" {
+			t.Errorf("GET %s: items = %s, want []", path, raw["items"])
+		}
+	}
+}

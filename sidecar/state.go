@@ -38,7 +38,9 @@ func (s *source) get(name string) (*corev1.Pod, bool) {
 // list returns copies of the cached pods that match, sorted by name, as a
 // PodList at the latest resourceVersion the informer has seen.
 func (s *source) list(sel selectors) *corev1.PodList {
-	out := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}}
+	// Items is never null: the API server sends [], and fabric8 hands
+	// Spark a null list otherwise.
+	out := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []corev1.Pod{}}
 	for _, p := range s.all() {
 		if s.keep(p) && sel.matches(p) {
 			out.Items = append(out.Items, *p.DeepCopy())

@@ -25,25 +25,32 @@ public final class SparkPi {
 
   public static void main(String[] args) {
     int slices = args.length > 0 ? Integer.parseInt(args[0]) : 2;
-    int darts = (int) Math.min((long) DARTS_PER_SLICE * slices, Integer.MAX_VALUE);
-    List<Integer> throwsList = new ArrayList<>(darts);
-    for (int i = 0; i < darts; i++) {
-      throwsList.add(i);
+    List<Integer> sliceIds = new ArrayList<>(slices);
+    for (int i = 0; i < slices; i++) {
+      sliceIds.add(i);
     }
 
     JavaSparkContext sc = new JavaSparkContext(new SparkConf().setAppName("Spark Pi"));
     try {
-      int inside =
-          sc.parallelize(throwsList, slices)
+      // One task a slice; each throws its darts itself, so the driver never
+      // holds more than the slice ids.
+      long inside =
+          sc.parallelize(sliceIds, slices)
               .map(
-                  i -> {
+                  id -> {
                     ThreadLocalRandom r = ThreadLocalRandom.current();
-                    double x = r.nextDouble(-1, 1);
-                    double y = r.nextDouble(-1, 1);
-                    return x * x + y * y <= 1 ? 1 : 0;
+                    long in = 0;
+                    for (int i = 0; i < DARTS_PER_SLICE; i++) {
+                      double x = r.nextDouble(-1, 1);
+                      double y = r.nextDouble(-1, 1);
+                      if (x * x + y * y <= 1) {
+                        in++;
+                      }
+                    }
+                    return in;
                   })
-              .reduce(Integer::sum);
-      System.out.println("Pi is roughly " + 4.0 * inside / darts);
+              .reduce(Long::sum);
+      System.out.println("Pi is roughly " + 4.0 * inside / ((long) DARTS_PER_SLICE * slices));
     } finally {
       sc.stop();
     }

@@ -1,0 +1,252 @@
+package realspark
+
+import (
+	"context"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/patches"
+)
+
+// namespace creates an opted-in namespace of the test's own, with the
+// Secret the policy's credentials name.
+func namespace(t *testing.T) string {
+	t.Helper()
+	name := strings.ToLower(strings.NewReplacer("/", "-", "_", "-", ".", "-").Replace(t.Name()))
+	if len(name) > 50 {
+		name = name[:50]
+	}
+	name = strings.TrimRight(name, "-")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := env.CreateNamespace(ctx, name, true); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// example reads a file of examples/ with the image and the examples jar of
+// dist in place of the ones it names.
+func example(t *testing.T, file string, d spark.Dist) []byte {
+	t.Helper()
+	data, err := os.ReadFile("../../examples/" + file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := regexp.MustCompile(`apache/spark:[0-9.]+`).ReplaceAllString(string(data), "apache/spark:"+d.Version)
+	text = regexp.MustCompile(`spark-examples_[0-9.]+-[0-9.]+\.jar`).ReplaceAllString(text, "spark-examples_"+d.Scala+"-"+d.Version+".jar")
+	return []byte(text)
+}
+
+// kubectl runs kubectl against the cluster and fails the test on error.
+func kubectl(t *testing.T, stdin []byte, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, errOut, err := env.Kubectl(ctx, stdin, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, errOut)
+	}
+	return out
+}
+
+// waitPod waits until cond holds for the pod, and returns it.
+func waitPod(t *testing.T, ns, name, what string, timeout time.Duration, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		last = p
+		return cond(p), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s/%s never %s: %v\nstatus: %+v\n%s", ns, name, what, err, podStatus(last), driverLogTail(ns, name))
+	}
+	return last
+}
+
+func podStatus(p *corev1.Pod) any {
+	if p == nil {
+		return nil
+	}
+	return struct {
+		Phase      corev1.PodPhase
+		Init, Main []corev1.ContainerStatus
+	}{p.Status.Phase, p.Status.InitContainerStatuses, p.Status.ContainerStatuses}
+}
+
+func phaseIs(phases ...corev1.PodPhase) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		for _, ph := range phases {
+			if p.Status.Phase == ph {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// containerRunning is true once the named container runs.
+func containerRunning(name string) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		for _, s := range p.Status.ContainerStatuses {
+			if s.Name == name && s.State.Running != nil {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// log returns a container's log as the pod runner kept it.
+func log(ns, pod, container string) string {
+	data, _ := os.ReadFile(env.Runner.LogPath(ns, pod, container))
+	return string(data)
+}
+
+func driverLogTail(ns, pod string) string {
+	var b strings.Builder
+	for _, c := range []string{"spark", patches.SidecarName} {
+		b.WriteString("--- " + c + " log (tail):\n" + tail(log(ns, pod, c), 40) + "\n")
+	}
+	return b.String()
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+var piLine = regexp.MustCompile(`Pi is roughly ([0-9.]+)`)
+
+// piValue parses the value SparkPi printed.
+func piValue(t *testing.T, logText string) float64 {
+	t.Helper()
+	m := piLine.FindStringSubmatch(logText)
+	if m == nil {
+		t.Fatalf("no %q line in the driver's log", "Pi is roughly")
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// executorWatch records every executor pod of a namespace as it is seen.
+type executorWatch struct {
+	mu      sync.Mutex
+	seen    map[string]*corev1.Pod
+	running map[string]time.Time
+	stop    func()
+}
+
+func watchExecutors(t *testing.T, ns string) *executorWatch {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: patches.LabelRole + "=executor"})
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	ew := &executorWatch{seen: map[string]*corev1.Pod{}, running: map[string]time.Time{}, stop: cancel}
+	go func() {
+		for ev := range w.ResultChan() {
+			p, ok := ev.Object.(*corev1.Pod)
+			if !ok || ev.Type == watch.Deleted {
+				continue
+			}
+			ew.mu.Lock()
+			ew.seen[p.Name] = p
+			if _, ok := ew.running[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
+				ew.running[p.Name] = time.Now()
+			}
+			ew.mu.Unlock()
+		}
+	}()
+	t.Cleanup(cancel)
+	return ew
+}
+
+// pods returns the executor pods seen so far, last version of each.
+func (w *executorWatch) pods() []*corev1.Pod {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []*corev1.Pod
+	for _, p := range w.seen {
+		out = append(out, p)
+	}
+	return out
+}
+
+// allRunningBy returns when the n-th executor was first seen Running.
+func (w *executorWatch) nthRunning(n int) (time.Time, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.running) < n {
+		return time.Time{}, false
+	}
+	var times []time.Time
+	for _, at := range w.running {
+		times = append(times, at)
+	}
+	latest := times[0]
+	for _, at := range times {
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	return latest, true
+}
+
+// leftovers counts what the application left: executor pods, executor
+// ConfigMaps and PVCs labelled with its app id.
+func leftovers(ctx context.Context, ns, appID string) (pods, configMaps, pvcs int, err error) {
+	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID + "," + patches.LabelRole + "!=driver"}
+	pl, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	cl, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	vl, err := env.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID})
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	return len(pl.Items), len(cl.Items), len(vl.Items), nil
+}
+
+// waitClean waits until nothing of the application is left and returns
+// when that was first seen.
+func waitClean(t *testing.T, ns, appID string, timeout time.Duration) time.Time {
+	t.Helper()
+	var p, c, v int
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		var err error
+		p, c, v, err = leftovers(ctx, ns, appID)
+		return err == nil && p+c+v == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("application %s left %d executor pods, %d ConfigMaps, %d PVCs after %v", appID, p, c, v, timeout)
+	}
+	return time.Now()
+}
