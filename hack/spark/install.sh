@@ -68,7 +68,11 @@ install_one() {
   # the same for 3.5.x) moves into /opt/spark: jars, bin, sbin, examples,
   # data, python/pyspark, python/lib, plus an empty work-dir (the WORKDIR).
   # Not here: R, kubernetes/tests and /opt/decom.sh (outside /opt/spark).
-  mkdir -p "$opt/python" "$opt/examples/src/main" "$opt/examples/jars" "$opt/work-dir"
+  # conf/ is not in the image either, but executors mount their ConfigMap
+  # there (SPARK_CONF_DIR=/opt/spark/conf) and a container runtime makes the
+  # mount point in the container's layer; the pod runner binds /opt/spark
+  # read-only, so the mount point must exist already.
+  mkdir -p "$opt/python" "$opt/examples/src/main" "$opt/examples/jars" "$opt/work-dir" "$opt/conf"
   mv "$src/deps/jars" "$src/deps/bin" "$src/deps/sbin" "$src/deps/data" "$opt/"
   mv "$src/deps/examples" "$opt/examples/src/main/python"
   mv "$src/lib" "$opt/python/lib"

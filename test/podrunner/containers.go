@@ -228,7 +228,19 @@ func (w *podWorker) shimSpec(pod *corev1.Pod, c *container, img *Image) (shimSpe
 	if dir == "" {
 		dir = img.WorkingDir
 	}
-	return shimSpec{NetNS: n.path(), Mounts: append(mounts, vm...), Dir: dir, Argv: argv, Env: finalEnv}, nil
+	mounts = append(mounts, vm...)
+	if dir != "" && !mountedAt(mounts, dir) && len(img.Binds) > 0 {
+		// The image's files are bound read-only; a container runtime would
+		// give the container a writable layer, and Spark writes the files
+		// and jars it fetches into its working directory. A directory of
+		// the container's own, kept with the pod's volumes, stands in.
+		layer := filepath.Join(w.vols.root, ".layers", c.spec.Name)
+		if err := os.MkdirAll(layer, 0o777); err != nil {
+			return shimSpec{}, err
+		}
+		mounts = append(mounts, shimMount{Source: layer, Target: dir})
+	}
+	return shimSpec{NetNS: n.path(), Mounts: mounts, Dir: dir, Argv: argv, Env: finalEnv}, nil
 }
 
 // exitCode is the process's exit status, or 128+signal as container
@@ -290,4 +302,14 @@ func terminate(proc *exec.Cmd, exited <-chan struct{}, deadline time.Time) {
 		_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
+}
+
+// mountedAt reports whether a mount's target is path.
+func mountedAt(mounts []shimMount, path string) bool {
+	for _, m := range mounts {
+		if filepath.Clean(m.Target) == filepath.Clean(path) {
+			return true
+		}
+	}
+	return false
 }
