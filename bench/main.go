@@ -1,7 +1,7 @@
-// Command bench is `make bench`: it measures sparklet on the local control
-// plane against Spark's defaults and the raw API server, side by side in one
-// run, and writes bench/results/latest.md and a PNG chart. Timings depend
-// on the machine; compare the ratios.
+// Command bench measures sparklet against Spark's defaults and the API server.
+// It runs them side by side in one run on the local control plane (`make
+// bench`) and writes bench/results/latest.md and a PNG chart. Timings
+// depend on the machine; compare the ratios.
 package main
 
 import (

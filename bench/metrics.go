@@ -3,9 +3,10 @@ package main
 import (
 	"context"
 	"io"
+	"maps"
 	"math"
 	"net/http"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -130,11 +131,7 @@ func latencyBuckets(ms []sample) map[float64]float64 {
 // quantile is histogram_quantile over cumulative buckets, interpolating
 // linearly inside the bucket as Prometheus does.
 func quantile(q float64, buckets map[float64]float64) float64 {
-	les := make([]float64, 0, len(buckets))
-	for le := range buckets {
-		les = append(les, le)
-	}
-	sort.Float64s(les)
+	les := slices.Sorted(maps.Keys(buckets))
 	if len(les) == 0 || buckets[math.Inf(1)] == 0 {
 		return math.NaN()
 	}

@@ -1,4 +1,5 @@
-// Package fetch runs `sparklet init`: it downloads, verifies and unpacks a pod's dependencies.
+// Package fetch runs `sparklet init`, the dependency init container.
+// It downloads, verifies and unpacks a pod's dependencies.
 package fetch
 
 import (

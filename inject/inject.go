@@ -1,6 +1,6 @@
-// Package inject is the offline injector behind `sparklet inject`: it runs
-// the webhook's mutation over YAML documents, so a platform team can test a
-// policy and a GitOps user can pre-render driver pods.
+// Package inject is the offline injector behind `sparklet inject`.
+// It runs the webhook's mutation over YAML documents, so a platform team
+// can test a policy and a GitOps user can pre-render driver pods.
 package inject
 
 import (

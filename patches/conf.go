@@ -2,7 +2,8 @@ package patches
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -36,13 +37,8 @@ func ParseSparkConf(text string) (map[string]string, error) {
 // Backslashes are escaped because Spark loads the file with
 // java.util.Properties.load.
 func RenderSparkConf(conf map[string]string) string {
-	keys := make([]string, 0, len(conf))
-	for k := range conf {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var b strings.Builder
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		b.WriteString(k)
 		b.WriteByte(' ')
 		b.WriteString(strings.ReplaceAll(conf[k], `\`, `\\`))

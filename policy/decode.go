@@ -4,8 +4,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
-	"sort"
+	"slices"
 	"strings"
 
 	"sigs.k8s.io/yaml"
@@ -68,12 +69,7 @@ func checkFields(v any, t reflect.Type, path string) []string {
 			return nil // a type error, reported by the decoder
 		}
 		fields := jsonFields(t)
-		keys := make([]string, 0, len(obj))
-		for k := range obj {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(obj)) {
 			ft, ok := fields[k]
 			if !ok {
 				errs = append(errs, fmt.Sprintf("%s: unknown field (known fields: %s)", join(path, k), knownNames(fields)))
@@ -94,7 +90,7 @@ func checkFields(v any, t reflect.Type, path string) []string {
 			}
 		}
 	}
-	sort.Strings(errs)
+	slices.Sort(errs)
 	return errs
 }
 
@@ -126,12 +122,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 }
 
 func knownNames(fields map[string]reflect.Type) string {
-	names := make([]string, 0, len(fields))
-	for k := range fields {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Sorted(maps.Keys(fields)), ", ")
 }
 
 func join(path, key string) string {

@@ -6,7 +6,6 @@ import (
 	"maps"
 	"path"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,12 +54,7 @@ func (p *Policy) Validate() error {
 	if err := p.Fetch.Validate(); err != nil {
 		v.errs = append(v.errs, err.Error())
 	}
-	names := make([]string, 0, len(p.Namespaces))
-	for n := range p.Namespaces {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range slices.Sorted(maps.Keys(p.Namespaces)) {
 		ns := p.Namespaces[n]
 		at := "namespaces." + n
 		for _, msg := range validation.IsDNS1123Label(n) {

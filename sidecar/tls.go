@@ -2,19 +2,15 @@ package sidecar
 
 import (
 	"bufio"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
-	"fmt"
-	"math/big"
 	"net"
-	"os"
 	"sync"
 	"time"
+
+	"github.com/sparklet/sparklet/internal/atomicfile"
+	"github.com/sparklet/sparklet/internal/certs"
 )
 
 // The JVM talks plain HTTP to 127.0.0.1 (fabric8 accepts http masters).
@@ -26,38 +22,21 @@ import (
 // selfSignedCert makes a certificate for 127.0.0.1 and writes it, in PEM,
 // to certFile for clients to trust.
 func selfSignedCert(certFile string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	serial, _ := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
 	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: "sparklet-sidecar"},
+		Subject:   pkix.Name{CommonName: "sparklet-sidecar"},
 		NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(10 * 365 * 24 * time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true, IsCA: true,
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	certs.AddHosts(tmpl, "127.0.0.1", "localhost")
+	pair, err := certs.New(tmpl, nil)
 	if err != nil {
 		return tls.Certificate{}, err
 	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := writeAtomic(certFile, certPEM); err != nil {
+	if err := atomicfile.Write(certFile, pair.CertPEM, 0o444); err != nil {
 		return tls.Certificate{}, err
 	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o444); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
+	return tls.Certificate{Certificate: [][]byte{pair.Cert.Raw}, PrivateKey: pair.Key, Leaf: pair.Cert}, nil
 }
 
 // eitherListener hands out plain connections, or TLS ones when the client

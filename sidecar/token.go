@@ -3,9 +3,11 @@ package sidecar
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
+
+	"github.com/sparklet/sparklet/internal/atomicfile"
 )
 
 // writeToken writes the JVM's random per-pod token atomically. The file is
@@ -24,12 +26,8 @@ func writeToken(path string) ([]byte, error) {
 		return nil, fmt.Errorf("generate token: %w", err)
 	}
 	token := []byte(hex.EncodeToString(b))
-	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
-	if err := os.WriteFile(tmp, token, 0o444); err != nil {
-		return nil, fmt.Errorf("write token %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return nil, fmt.Errorf("write token %s: %w", path, err)
+	if err := atomicfile.Write(path, token, 0o444); err != nil {
+		return nil, fmt.Errorf("write token %s: %w", path, errors.Unwrap(err))
 	}
 	return token, nil
 }

@@ -1,5 +1,4 @@
-// Package test holds sparklet's test harness in its subdirectories; this
-// file checks the module's layering.
+// Package test checks the module's layering; the test harness is below it.
 package test
 
 import (

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -20,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/yaml"
 
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/verify"
 )
@@ -38,7 +40,7 @@ func testHandler(t testing.TB) *Handler {
 	}
 	log := logrus.New()
 	log.SetOutput(&bytes.Buffer{})
-	return &Handler{policy: func() *policy.Policy { return p }, metrics: newMetrics(), log: log.WithField("component", "webhook"), appID: "spark-golden"}
+	return &Handler{policy: func() *policy.Policy { return p }, metrics: newMetrics(), log: log.WithField("component", "webhook")}
 }
 
 // review wraps a pod's JSON in an AdmissionReview for a CREATE.
@@ -123,7 +125,8 @@ func TestGolden(t *testing.T) {
 	for _, file := range fixtures(t) {
 		name := strings.TrimSuffix(filepath.Base(file), ".pod.yaml")
 		t.Run(name, func(t *testing.T) {
-			out, refused := admitPod(t, h, fixtureJSON(t, file))
+			in := fixtureJSON(t, file)
+			out, refused := admitPod(t, h, in)
 			var got []byte
 			golden := "testdata/" + name + ".golden.yaml"
 			if refused != "" {
@@ -131,7 +134,7 @@ func TestGolden(t *testing.T) {
 				got = []byte(refused + "\n")
 			} else {
 				var err error
-				if got, err = yaml.JSONToYAML(out); err != nil {
+				if got, err = yaml.JSONToYAML(withGoldenAppID(t, in, out)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -150,6 +153,37 @@ func TestGolden(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goldenAppID stands in, in the golden files, for the application id the
+// webhook generates for a pod that has none.
+const goldenAppID = "spark-golden"
+
+var generatedAppID = regexp.MustCompile(`^spark-[0-9a-f]{16}$`)
+
+// withGoldenAppID returns the admitted pod out with the application id
+// generated for it replaced by goldenAppID, and the sidecar's digest of
+// the effective configuration, which holds the id, by the digest of the
+// configuration so rewritten. A pod that arrived with an id keeps it.
+func withGoldenAppID(t *testing.T, in, out []byte) []byte {
+	t.Helper()
+	var sent, admitted corev1.Pod
+	if err := json.Unmarshal(in, &sent); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(out, &admitted); err != nil {
+		t.Fatal(err)
+	}
+	id, labelled := admitted.Labels[patches.LabelAppID]
+	if !labelled || sent.Labels[patches.LabelAppID] != "" {
+		return out
+	}
+	if !generatedAppID.MatchString(id) {
+		t.Fatalf("generated application id %q is not spark- and 16 hex digits", id)
+	}
+	conf := admitted.Annotations[patches.AnnotationEffectiveConf]
+	out = bytes.ReplaceAll(out, []byte(id), []byte(goldenAppID))
+	return bytes.ReplaceAll(out, []byte(patches.ConfDigest(conf)), []byte(patches.ConfDigest(strings.ReplaceAll(conf, id, goldenAppID))))
 }
 
 func compareGolden(t *testing.T, path string, got []byte) {

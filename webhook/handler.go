@@ -1,5 +1,6 @@
-// Package webhook is sparklet's mutating admission webhook: a thin adapter
-// that turns an AdmissionReview for a pod into patches.Driver's result.
+// Package webhook is sparklet's mutating admission webhook for driver pods.
+// It is a thin adapter that turns an AdmissionReview for a pod into
+// patches.Driver's result.
 package webhook
 
 import (
@@ -32,7 +33,6 @@ type Handler struct {
 	policy  func() *policy.Policy
 	metrics *metrics
 	log     *logrus.Entry
-	appID   string // fixed application id for tests; empty generates one
 }
 
 // ServeHTTP checks and decodes the request, calls admit once and always
@@ -140,7 +140,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log = log.WithField("name", name)
 		log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version, AppID: h.appID})
+		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
 		return err
 	})
 	var refused *patches.Refused

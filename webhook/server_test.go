@@ -3,51 +3,41 @@ package webhook
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/internal/atomicfile"
+	"github.com/sparklet/sparklet/internal/certs"
+	"github.com/sparklet/sparklet/test/ready"
 )
 
 func selfSigned(t *testing.T, serial int64) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
+	p, err := certs.New(&x509.Certificate{
 		SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: "webhook"},
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kder, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder})
+	return p.CertPEM, p.KeyPEM
 }
 
 func writeAtomic(t *testing.T, path string, data []byte) {
 	t.Helper()
-	if err := os.WriteFile(path+".tmp", data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(path+".tmp", path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -65,32 +55,22 @@ func startServer(t *testing.T, cfg Config) (*Server, string) {
 	log.SetOutput(&bytes.Buffer{})
 	s := NewServer(cfg, log.WithField("component", "webhook"))
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	client := insecureClient()
-	err = wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	var runErr error
+	exited := make(chan struct{})
+	go func() { runErr = s.Run(ctx); close(exited) }()
+	t.Cleanup(func() { cancel(); <-exited })
+	err = ready.Wait(context.Background(), "https://"+cfg.Listen+"/readyz", 10*time.Millisecond, 10*time.Second, func() error {
 		select {
-		case err := <-done:
-			return false, err
+		case <-exited:
+			return runErr
 		default:
+			return nil
 		}
-		resp, err := client.Get("https://" + cfg.Listen + "/readyz")
-		if err != nil {
-			return false, nil
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
 	})
 	if err != nil {
 		t.Fatalf("server not ready: %v", err)
 	}
 	return s, cfg.Listen
-}
-
-func insecureClient() *http.Client {
-	return &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}} //nolint:gosec // test reads the served certificate
 }
 
 func servedSerial(t *testing.T, addr string) int64 {
@@ -151,9 +131,8 @@ func TestBadPolicyKeepsTheLastGoodOne(t *testing.T) {
 	if got := s.policies.get().Limits.MaxExecutors; got != 5 {
 		t.Errorf("policy in force has maxExecutors %d, want the last good 5", got)
 	}
-	resp, err := insecureClient().Get("https://" + addr + "/readyz")
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Errorf("not ready with a last good policy: %v", err)
+	if !ready.OK("https://" + addr + "/readyz") {
+		t.Error("not ready with a last good policy")
 	}
 
 	writeAtomic(t, policyFile, []byte("limits: {maxExecutors: 7}\n"))

@@ -1,5 +1,6 @@
-// Command sparklet is the one sparklet binary: the admission webhook, the
-// driver-pod sidecar, the dependency init container and the offline injector.
+// Command sparklet is the one sparklet binary, a subcommand for each part.
+// It is the admission webhook, the driver-pod sidecar, the dependency init
+// container and the offline injector.
 package main
 
 import (

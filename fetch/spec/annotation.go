@@ -1,4 +1,5 @@
-// Package spec is the sparklet.io/fetch annotation format and the platform's fetch policy.
+// Package spec defines the sparklet.io/fetch annotation and the fetch policy.
+// It is the pure part of dependency fetching that policy and patches use.
 package spec
 
 import (

@@ -1,5 +1,6 @@
-// Command localcluster starts and stops the local control plane for people
-// who want to poke at it with kubectl (make cluster-up, make cluster-down).
+// Command localcluster starts and stops the local control plane by hand.
+// It is for people who want to poke at it with kubectl (make cluster-up,
+// make cluster-down).
 package main
 
 import (

@@ -1,5 +1,5 @@
-// Command podrunner plays the kubelet for one node of a running control
-// plane: the pods bound to the node run as local processes (see
+// Command podrunner plays the kubelet for one node of a running control plane.
+// The pods bound to the node run as local processes (see
 // docs/pod-runner.md). It runs as root until interrupted.
 //
 //	go run ./hack/podrunner --kubeconfig .cache/cluster/kubeconfig --host-images local/shell

@@ -1,5 +1,6 @@
-// Package spark knows the Spark distributions pinned in hack/spark/versions
-// and where hack/spark/install.sh puts them.
+// Package spark knows the pinned Spark distributions and where they live.
+// The pins are in hack/spark/versions; hack/spark/install.sh installs
+// them.
 package spark
 
 import (

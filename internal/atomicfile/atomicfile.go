@@ -1,19 +1,22 @@
-// Package atomicfile replaces files so that readers see the old content or
-// the new, never part of either.
+// Package atomicfile replaces files whole: readers see the old or the new.
+// A file is written under a hidden temporary name in the same directory
+// and renamed over the old one, so no reader sees part of either.
 package atomicfile
 
 import (
-	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
 // Write writes data to a new file next to path, with permissions perm (no
-// umask applied), and renames it over path.
+// umask applied), and renames it over path. Its error is an *fs.PathError
+// with Op "write" and the path, "write PATH: cause"; errors.Unwrap gives the
+// cause.
 func Write(path string, data []byte, perm os.FileMode) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
 	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	_, err = f.Write(data)
 	if err == nil {
@@ -27,7 +30,7 @@ func Write(path string, data []byte, perm os.FileMode) error {
 	}
 	if err != nil {
 		_ = os.Remove(f.Name())
-		return fmt.Errorf("write %s: %w", path, err)
+		return &fs.PathError{Op: "write", Path: path, Err: err}
 	}
 	return nil
 }

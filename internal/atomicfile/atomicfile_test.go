@@ -1,8 +1,11 @@
 package atomicfile
 
 import (
+	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -31,7 +34,13 @@ func TestWriteReplaces(t *testing.T) {
 }
 
 func TestWriteFailsWithoutDirectory(t *testing.T) {
-	if err := Write(filepath.Join(t.TempDir(), "missing", "f"), []byte("x"), 0o600); err == nil {
-		t.Error("want an error for a missing directory")
+	path := filepath.Join(t.TempDir(), "missing", "f")
+	err := Write(path, []byte("x"), 0o600)
+	if err == nil {
+		t.Fatal("want an error for a missing directory")
+	}
+	// Callers that name the file themselves unwrap the cause.
+	if cause := errors.Unwrap(err); !strings.HasPrefix(err.Error(), "write "+path+": ") || !errors.Is(cause, fs.ErrNotExist) {
+		t.Errorf("err = %q, cause %v; want \"write %s: \" and a missing file", err, cause, path)
 	}
 }

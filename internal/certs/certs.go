@@ -1,5 +1,5 @@
-// Package certs makes ECDSA P-256 certificates: certificate authorities
-// and the certificates they sign, with their keys in PEM.
+// Package certs makes ECDSA P-256 certificates and their keys, in PEM.
+// It makes certificate authorities and the certificates they sign.
 package certs
 
 import (

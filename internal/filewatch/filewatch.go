@@ -1,6 +1,6 @@
-// Package filewatch reloads files that Kubernetes mounts from Secrets and
-// ConfigMaps: it polls, compares bytes and reports changes. Polling works
-// through the symlink swaps the kubelet makes, where inotify does not.
+// Package filewatch reloads files mounted from Secrets and ConfigMaps.
+// It polls, compares bytes and reports changes. Polling works through the
+// symlink swaps the kubelet makes, where inotify does not.
 package filewatch
 
 import (

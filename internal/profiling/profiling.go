@@ -1,5 +1,5 @@
-// Package profiling adds Go's pprof endpoints to a mux, for the opt-in
-// --profiling flag of the webhook and the sidecar.
+// Package profiling adds Go's pprof endpoints to a mux.
+// They serve the opt-in --profiling flag of the webhook and the sidecar.
 package profiling
 
 import (

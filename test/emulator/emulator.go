@@ -1,8 +1,8 @@
-// Package emulator plays the Spark driver JVM's side of the Kubernetes API:
-// it makes the HTTP calls Spark's Kubernetes scheduler backend makes through
-// the fabric8 client, in the same order, with the same paths, query strings,
-// bodies, retries and watch transport, so that the sparklet sidecar and a
-// plain API server can be driven and compared without a JVM.
+// Package emulator plays the Spark driver JVM's side of the Kubernetes API.
+// It makes the HTTP calls Spark's Kubernetes scheduler backend makes
+// through the fabric8 client, in the same order, with the same paths, query
+// strings, bodies, retries and watch transport, so that the sparklet
+// sidecar and a plain API server can be driven and compared without a JVM.
 //
 // References name the file and release read:
 //   - Spark 3.5.4 and 4.0.0, K = resource-managers/kubernetes/core/src/main/scala/org/apache/spark

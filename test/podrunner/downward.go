@@ -2,8 +2,9 @@ package podrunner
 
 import (
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -55,11 +56,7 @@ func splitSubscript(path string) (base, key string, ok bool) {
 // formatMap renders a map as the downward API does: one key="value" line
 // per key, sorted, the value Go-quoted, no newline after the last.
 func formatMap(m map[string]string) string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := slices.Sorted(maps.Keys(m))
 	lines := make([]string, len(keys))
 	for i, k := range keys {
 		lines[i] = k + "=" + strconv.Quote(m[k])

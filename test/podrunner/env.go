@@ -3,7 +3,8 @@ package podrunner
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -73,12 +74,7 @@ func containerEnv(ctx context.Context, in envInput, c *corev1.Container) ([]core
 				data[k] = string(v)
 			}
 		}
-		keys := make([]string, 0, len(data))
-		for k := range data {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
+		for _, k := range slices.Sorted(maps.Keys(data)) {
 			set(from.Prefix+k, data[k])
 		}
 	}
@@ -101,12 +97,7 @@ func containerEnv(ctx context.Context, in envInput, c *corev1.Container) ([]core
 	for i := range out {
 		out[i].Value = values[out[i].Name]
 	}
-	names := make([]string, 0, len(in.service))
-	for k := range in.service {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	for _, k := range names {
+	for _, k := range slices.Sorted(maps.Keys(in.service)) {
 		if _, ok := values[k]; !ok {
 			out = append(out, corev1.EnvVar{Name: k, Value: in.service[k]})
 		}

@@ -1,5 +1,4 @@
-// Package verify checks injected pods from the outside, as tests and the
-// demo see them.
+// Package verify checks injected pods from outside, as tests and the demo do.
 package verify
 
 import (
