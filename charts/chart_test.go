@@ -37,6 +37,8 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/e2egate"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/verify"
 	"github.com/sparklet/sparklet/test/webhookconfig"
 )
@@ -48,10 +50,7 @@ const kubeVersion = "1.37.2"
 
 func helm(t *testing.T) string {
 	t.Helper()
-	if os.Getenv("SPARKLET_E2E") != "1" {
-		t.Skip("set SPARKLET_E2E=1 and SPARKLET_BIN_DIR with helm in it (make test does)")
-	}
-	h := filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "helm")
+	h := filepath.Join(e2egate.BinDir(t, "with helm in it"), "helm")
 	if _, err := os.Stat(h); err != nil {
 		t.Fatalf("helm not in SPARKLET_BIN_DIR: %v (hack/helm/build.sh builds it)", err)
 	}
@@ -494,11 +493,7 @@ func TestPolicyConfigMapParses(t *testing.T) {
 func TestAppliesToARealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: binDir(t), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := cluster.StartForTest(ctx, t, binDir(t))
 	for _, values := range [][]string{nil, {"namespace-list.yaml"}, {"custom-policy.yaml"}, {"no-cert-manager.yaml"}, {"issuer-ref.yaml"}} {
 		r := render(t, values...)
 		want := map[bool]int{true: 4, false: 0}[r.certManager()]
@@ -700,7 +695,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 
 	// A driver in a listed namespace is injected; the API server picks up
 	// the patched caBundle asynchronously, hence the dry-run polling.
-	pod := examplePod(t)
+	pod := fixtures.LoadPod(t, "../examples/spark-pi-pod.yaml")
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		_, err := client.CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 		return err == nil, nil
@@ -756,19 +751,6 @@ func servedLeaf(port int, bundle []byte) (*x509.Certificate, error) {
 	}
 	defer conn.Close()
 	return conn.ConnectionState().PeerCertificates[0], nil
-}
-
-func examplePod(t *testing.T) *corev1.Pod {
-	t.Helper()
-	data, err := os.ReadFile("../examples/spark-pi-pod.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pod corev1.Pod
-	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
-		t.Fatal(err)
-	}
-	return &pod
 }
 
 // serviceAccountKubeconfig writes a kubeconfig with a token of the

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/verify"
 )
 
@@ -41,15 +42,7 @@ func namespace(t *testing.T, optIn bool) string {
 
 func examplePod(t *testing.T, file string) *corev1.Pod {
 	t.Helper()
-	data, err := os.ReadFile("../examples/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var pod corev1.Pod
-	if err := yaml.UnmarshalStrict(data, &pod); err != nil {
-		t.Fatal(err)
-	}
-	return &pod
+	return fixtures.LoadPod(t, "../examples/"+file)
 }
 
 func requireInjected(t *testing.T, pod *corev1.Pod) {

@@ -2,6 +2,7 @@ package patches
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -13,35 +14,15 @@ import (
 	"github.com/sparklet/sparklet/policy"
 )
 
-const testPolicy = `
-spark:
-  defaults:
-    spark.executor.instances: "2"
-  enforced:
-    spark.eventLog.enabled: "true"
-driver:
-  defaults:
-    serviceAccountName: spark-driver
-    env:
-    - {name: TEAM, value: platform}
-    nodeSelector: {pool: spark}
-  enforced:
-    labels: {cost-center: data}
-executor:
-  enforced:
-    tolerations:
-    - {key: spot, operator: Exists, effect: NoSchedule}
-credentials:
-- name: s3
-  secretName: s3-keys
-  env: [{name: AWS_ACCESS_KEY_ID, key: access-key}]
-  mountPath: /etc/s3
-limits:
-  maxExecutors: 20
-  driver: {maxCores: "4", maxMemory: 16Gi}
-  executor: {maxCores: "8", maxMemory: 32Gi}
-allowedImages: ["apache/spark:*"]
-`
+// testPolicy puts credentials, limits and enforced values in play; the
+// verify package's test reads the same file.
+var testPolicy = func() string {
+	data, err := os.ReadFile("testdata/policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 
 func mustPolicy(t testing.TB, text string) *policy.Effective {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"flag"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -63,10 +62,7 @@ func review(raw []byte) []byte {
 // call sends body to the handler and decodes the AdmissionReview it answers.
 func call(t testing.TB, h http.Handler, body []byte) admissionv1.AdmissionReview {
 	t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/mutate-pods", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
+	rec := serve(h, http.MethodPost, "application/json", body)
 	var out admissionv1.AdmissionReview
 	if err := json.Unmarshal(rec.Body.Bytes(), &out); err != nil || out.Response == nil {
 		t.Fatalf("not an AdmissionReview (status %d): %s", rec.Code, rec.Body.String())

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -12,22 +11,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/test/e2egate"
 )
 
 // TestCluster starts the real control plane. It runs with SPARKLET_E2E=1
 // (make test sets it) and fails if the binaries are missing.
 func TestCluster(t *testing.T) {
-	if os.Getenv("SPARKLET_E2E") != "1" {
-		t.Skip("set SPARKLET_E2E=1 and SPARKLET_BIN_DIR to start the control plane (make test does)")
-	}
+	bin := e2egate.BinDir(t, "to start the control plane")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := Start(ctx, Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := StartForTest(ctx, t, bin)
 	t.Logf("control plane ready in %s", time.Since(start).Round(time.Millisecond))
 	defer func() {
 		if t.Failed() {

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/test/emulator"
 )
 
@@ -20,16 +21,10 @@ import (
 // falling back, the executors must run, and stop must leave nothing. It
 // runs with SPARKLET_E2E=1 and SPARKLET_BIN_DIR (make test sets them).
 func TestAgainstRealAPIServer(t *testing.T) {
-	if os.Getenv("SPARKLET_E2E") != "1" {
-		t.Skip("set SPARKLET_E2E=1 and SPARKLET_BIN_DIR to start the control plane (make test does)")
-	}
+	bin := e2egate.BinDir(t, "to start the control plane")
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Options{BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Stop()
+	c := cluster.StartForTest(ctx, t, bin)
 	cs := c.Client()
 
 	for _, mode := range []emulator.Mode{emulator.Spark35, emulator.Spark40} {
@@ -54,7 +49,7 @@ func TestAgainstRealAPIServer(t *testing.T) {
 			l.SetOutput(os.Stderr)
 			l.SetFormatter(&logrus.JSONFormatter{})
 			cfg.Log = logrus.NewEntry(l)
-			cfg, err = emulator.FromREST(c.RESTConfig(), cfg)
+			cfg, err := emulator.FromREST(c.RESTConfig(), cfg)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -87,6 +87,23 @@ func (e *env) start(t *testing.T) {
 	}
 }
 
+// started is setup with no tweak, started.
+func started(t *testing.T, mode Mode) *env {
+	t.Helper()
+	e := setup(t, mode, nil)
+	e.start(t)
+	return e
+}
+
+// scale sets the executor target to n and waits until n executors run.
+func (e *env) scale(t *testing.T, n int) {
+	t.Helper()
+	e.d.SetTarget(n)
+	if err := e.d.WaitRunning(e.ctx, n); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // calls renders recorded requests from index from on, "[WS ]METHOD path?query".
 func (e *env) calls(from int) []string {
 	var out []string
@@ -136,8 +153,7 @@ var modes = []Mode{Spark35, Spark40}
 func TestStartSequence(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
+			e := started(t, mode)
 			equal(t, "start calls", e.calls(0), []string{
 				"GET /api/v1/namespaces/ns/pods/driver",
 				"GET /api/v1/namespaces/ns/pods?fieldSelector=metadata.name%3Ddriver",
@@ -186,8 +202,7 @@ func checkOwner(t *testing.T, what string, refs []metav1.OwnerReference, driver 
 func TestWebSocketUpgradeHeaders(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
+			e := started(t, mode)
 			n := 0
 			for _, r := range e.api.Requests() {
 				if !r.WebSocket {
@@ -227,13 +242,9 @@ func TestDriverPodMissingIsFatal(t *testing.T) {
 func TestAllocationRounds(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
+			e := started(t, mode)
 			from := len(e.api.Requests())
-			e.d.SetTarget(12)
-			if err := e.d.WaitRunning(e.ctx, 12); err != nil {
-				t.Fatal(err)
-			}
+			e.scale(t, 12)
 			e.waitRounds(t, 2)
 			pvc := "GET /api/v1/namespaces/ns/persistentvolumeclaims?labelSelector=spark-app-selector%3Dspark-app1"
 			post := "POST /api/v1/namespaces/ns/pods"
@@ -272,12 +283,8 @@ func TestAllocationRounds(t *testing.T) {
 func TestExecutorPodBody(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
-			e.d.SetTarget(1)
-			if err := e.d.WaitRunning(e.ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			e := started(t, mode)
+			e.scale(t, 1)
 			var body []byte
 			for _, r := range e.api.Requests() {
 				if r.Method == http.MethodPost && r.Path == "/api/v1/namespaces/ns/pods" {
@@ -368,12 +375,8 @@ func TestExcessPendingPodsDeleted(t *testing.T) {
 func TestFinishedExecutorRemoved(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
-			e.d.SetTarget(1)
-			if err := e.d.WaitRunning(e.ctx, 1); err != nil {
-				t.Fatal(err)
-			}
+			e := started(t, mode)
+			e.scale(t, 1)
 			e.d.SetTarget(0) // no replacement
 			e.waitRounds(t, 2)
 			from := len(e.api.Requests())
@@ -393,12 +396,8 @@ func TestFinishedExecutorRemoved(t *testing.T) {
 func TestKillExecutors(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
-			e.d.SetTarget(3)
-			if err := e.d.WaitRunning(e.ctx, 3); err != nil {
-				t.Fatal(err)
-			}
+			e := started(t, mode)
+			e.scale(t, 3)
 			e.waitRounds(t, 2)
 			from := len(e.api.Requests())
 			if err := e.d.KillExecutors(e.ctx, []int{2, 1}); err != nil {
@@ -420,12 +419,8 @@ func TestKillExecutors(t *testing.T) {
 }
 
 func TestDecommissionPatch(t *testing.T) {
-	e := setup(t, Spark40, nil)
-	e.start(t)
-	e.d.SetTarget(2)
-	if err := e.d.WaitRunning(e.ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	e := started(t, Spark40)
+	e.scale(t, 2)
 	rv := e.api.Pod(ns, "app1-exec-2").ResourceVersion
 	from := len(e.api.Requests())
 	if err := e.d.Decommission(e.ctx, []int{2}, "spark-exec-decom", "true"); err != nil {
@@ -451,12 +446,8 @@ func TestDecommissionPatch(t *testing.T) {
 func TestStop(t *testing.T) {
 	for _, mode := range modes {
 		t.Run(string(mode), func(t *testing.T) {
-			e := setup(t, mode, nil)
-			e.start(t)
-			e.d.SetTarget(2)
-			if err := e.d.WaitRunning(e.ctx, 2); err != nil {
-				t.Fatal(err)
-			}
+			e := started(t, mode)
+			e.scale(t, 2)
 			from := len(e.api.Requests())
 			if err := e.d.Stop(e.ctx); err != nil {
 				t.Fatal(err)
@@ -501,10 +492,7 @@ func TestWatchFallsBackToHTTPOn200And503(t *testing.T) {
 				}
 				want = append(want, strings.TrimPrefix(ws, "WS "))
 				equal(t, "executor watch calls", execWatch, want)
-				e.d.SetTarget(2)
-				if err := e.d.WaitRunning(e.ctx, 2); err != nil {
-					t.Fatal(err)
-				}
+				e.scale(t, 2)
 				if st := e.d.Stats(); st.HTTPFallback != 2 { // driver informer and executor watch
 					t.Errorf("HTTPFallback %d, want 2", st.HTTPFallback)
 				}
@@ -568,12 +556,8 @@ func TestWatchGoneEndsTheWatchForGood(t *testing.T) {
 // connection, reconnects after fabric8's first backoff (1 s) with the last
 // resourceVersion seen.
 func TestWatchReconnectsFromLastResourceVersion(t *testing.T) {
-	e := setup(t, Spark40, nil)
-	e.start(t)
-	e.d.SetTarget(1)
-	if err := e.d.WaitRunning(e.ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	e := started(t, Spark40)
+	e.scale(t, 1)
 	rv := e.api.Pod(ns, "app1-exec-1").ResourceVersion
 	from := len(e.api.Requests())
 	e.api.WatchError(http.StatusInternalServerError)
@@ -609,10 +593,7 @@ func TestCreateFailureAbandonsTheBatch(t *testing.T) {
 		a.AddFault(fakeapi.Fault{Method: http.MethodPost, Path: "/pods", Code: 500, Times: 4, RetryAfter: "0"})
 	})
 	e.start(t)
-	e.d.SetTarget(2)
-	if err := e.d.WaitRunning(e.ctx, 2); err != nil {
-		t.Fatal(err)
-	}
+	e.scale(t, 2)
 	st := e.d.Stats()
 	if st.CreateErrors != 1 || st.Requests["create pods"] != 6 || !strings.Contains(st.LastCreateError, "HTTP 500") {
 		t.Errorf("stats %+v", st)
@@ -630,10 +611,7 @@ func TestCreateErrorsKeepTheFirstAndTheLast(t *testing.T) {
 		a.AddFault(fakeapi.Fault{Method: http.MethodPost, Path: "/pods", Code: 403, Times: 1})
 	})
 	e.start(t)
-	e.d.SetTarget(1)
-	if err := e.d.WaitRunning(e.ctx, 1); err != nil {
-		t.Fatal(err)
-	}
+	e.scale(t, 1)
 	st := e.d.Stats()
 	if st.CreateErrors != 2 || !strings.Contains(st.FirstCreateError, "HTTP 500") || !strings.Contains(st.LastCreateError, "HTTP 403") {
 		t.Errorf("want 2 errors, the first a 500 and the last a 403: %+v", st)

@@ -105,12 +105,7 @@ func TestEnv(t *testing.T) {
 	}
 	create(ctx, t, pod)
 	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))
-	env := map[string]string{}
-	for _, line := range strings.Split(logOf(pod.Name, "c0"), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			env[k] = v
-		}
-	}
+	env := logValues(pod.Name, "c0")
 	for k, want := range map[string]string{
 		"ARG": "hi-blue", "GREETING": "hi-blue", "CM_size": "xl", "OVERRIDDEN": "container", "IMAGE_ONLY": "from-image",
 		"POD_IP": p.Status.PodIP, "POD_NAME": "env", "TEAM": "spark", "MEM_MI": "512", "TOKEN": "s3cret",
@@ -201,12 +196,7 @@ exit 1`
 		t.Fatal(err)
 	}
 	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))
-	out := map[string]string{}
-	for _, line := range strings.Split(logOf(pod.Name, "c0"), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			out[k] = v
-		}
-	}
+	out := logValues(pod.Name, "c0")
 	for k, want := range map[string]string{
 		"scratch": "scratch-ok", "mem": "tmpfs", "conf-link": "..data/conf", "conf": "spark.x=v1",
 		"labels": `app="vol"`, "podinfo": "readonly", "scratch-ro": "readonly",
@@ -431,4 +421,15 @@ func TestUnmappedImage(t *testing.T) {
 	if w := containerStatus(p, "c0").State.Waiting; !strings.Contains(w.Message, "registry.example/nothing:1.0") || p.Status.Phase != corev1.PodPending {
 		t.Errorf("waiting %+v in phase %s: want a message naming the image, phase Pending", w, p.Status.Phase)
 	}
+}
+
+// logValues reads the key=value lines a container logged.
+func logValues(pod, container string) map[string]string {
+	values := map[string]string{}
+	for _, line := range strings.Split(logOf(pod, container), "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			values[k] = v
+		}
+	}
+	return values
 }

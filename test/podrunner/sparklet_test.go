@@ -46,12 +46,7 @@ echo "api=$(curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/api/v1/n
 	}
 	create(ctx, t, pod)
 	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))
-	out := map[string]string{}
-	for _, line := range strings.Split(logOf(pod.Name, "spark"), "\n") {
-		if k, v, ok := strings.Cut(line, "="); ok {
-			out[k] = v
-		}
-	}
+	out := logValues(pod.Name, "spark")
 	if !strings.Contains(out["master"], fmt.Sprintf("127.0.0.1:%d", pol.Sidecar.Port)) || out["driver-ip"] != p.Status.PodIP ||
 		out["jvm-token"] != "present" || out["api"] != "401" {
 		t.Errorf("the driver container saw %v; want spark.master on the sidecar, its pod IP, the JVM token, and the sidecar answering 401 without it\n%s", out, describe(p))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/e2egate"
 )
 
 // TestLocalMode runs every pinned distribution in Spark's plain local mode,
@@ -21,10 +22,7 @@ import (
 // pi.py example, each of which must print an estimate of pi. It runs with
 // SPARKLET_E2E=1 and SPARKLET_BIN_DIR (make test sets them).
 func TestLocalMode(t *testing.T) {
-	if os.Getenv("SPARKLET_E2E") != "1" {
-		t.Skip("set SPARKLET_E2E=1 and SPARKLET_BIN_DIR with bin/spark in it (make test does)")
-	}
-	bin := os.Getenv("SPARKLET_BIN_DIR")
+	bin := e2egate.BinDir(t, "with bin/spark in it")
 	dists, err := spark.Pinned()
 	if err != nil {
 		t.Fatal(err)

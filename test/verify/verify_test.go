@@ -1,6 +1,7 @@
 package verify
 
 import (
+	"os"
 	"strings"
 	"testing"
 
@@ -11,36 +12,15 @@ import (
 	"github.com/sparklet/sparklet/policy"
 )
 
-// testPolicy puts credentials, limits and enforced values in play.
-const testPolicy = `
-spark:
-  defaults:
-    spark.executor.instances: "2"
-  enforced:
-    spark.eventLog.enabled: "true"
-driver:
-  defaults:
-    serviceAccountName: spark-driver
-    env:
-    - {name: TEAM, value: platform}
-    nodeSelector: {pool: spark}
-  enforced:
-    labels: {cost-center: data}
-executor:
-  enforced:
-    tolerations:
-    - {key: spot, operator: Exists, effect: NoSchedule}
-credentials:
-- name: s3
-  secretName: s3-keys
-  env: [{name: AWS_ACCESS_KEY_ID, key: access-key}]
-  mountPath: /etc/s3
-limits:
-  maxExecutors: 20
-  driver: {maxCores: "4", maxMemory: 16Gi}
-  executor: {maxCores: "8", maxMemory: 32Gi}
-allowedImages: ["apache/spark:*"]
-`
+// testPolicy is the patches tests' policy: credentials, limits and
+// enforced values in play.
+var testPolicy = func() string {
+	data, err := os.ReadFile("../../patches/testdata/policy.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
+}()
 
 func TestDriver(t *testing.T) {
 	pod := &corev1.Pod{

@@ -1,0 +1,18 @@
+// Package e2egate skips a test that needs the binaries of the local
+// control plane unless the end-to-end tests were asked for.
+package e2egate
+
+import (
+	"os"
+	"testing"
+)
+
+// BinDir skips t unless SPARKLET_E2E=1 and returns SPARKLET_BIN_DIR. why
+// completes the skip message: what the test needs the binaries for.
+func BinDir(t testing.TB, why string) string {
+	t.Helper()
+	if os.Getenv("SPARKLET_E2E") != "1" {
+		t.Skip("set SPARKLET_E2E=1 and SPARKLET_BIN_DIR " + why + " (make test does)")
+	}
+	return os.Getenv("SPARKLET_BIN_DIR")
+}
