@@ -60,7 +60,7 @@ lint:
 demo: build cluster-binaries spark-dists
 	@hack/demo.sh
 
-bench: build cluster-binaries
+bench: build cluster-binaries spark-dists
 	$(GO) run ./bench --bin $(BIN)
 
 cluster-up: build cluster-binaries

@@ -46,6 +46,11 @@ type result struct {
 	// createSum and createCount are the sidecar's own timing of its
 	// creates on the API server during the run.
 	createSum, createCount float64
+	// jvm marks a real driver; first is its pod's start to its first
+	// executor, and the times above count from that executor.
+	jvm       bool
+	first     time.Duration
+	jvmRSSKiB float64
 }
 
 // sidecarCreates reads the sidecar's executor create histogram's sum and
@@ -79,6 +84,10 @@ type running struct {
 	done    chan struct{} // closed after the last sample; then read the rest
 	at      time.Duration // since start, when n ran
 	series  []point
+	// firstSeen and allCreated are closed when the first executor and the
+	// nth appear; then first and created (since start) are set.
+	firstSeen, allCreated chan struct{}
+	first, created        time.Duration
 }
 
 // watchRunning counts Running executors in ns from an informer, samples
@@ -87,8 +96,8 @@ func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int,
 	f := informers.NewSharedInformerFactoryWithOptions(c, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = "spark-role=executor" }))
 	inf := f.Core().V1().Pods().Informer()
-	r := &running{reached: make(chan struct{}), done: make(chan struct{})}
-	var once sync.Once
+	r := &running{reached: make(chan struct{}), done: make(chan struct{}), firstSeen: make(chan struct{}), allCreated: make(chan struct{})}
+	var once, firstOnce, createdOnce sync.Once
 	count := func() int {
 		k := 0
 		for _, o := range inf.GetStore().List() {
@@ -99,6 +108,10 @@ func watchRunning(ctx context.Context, c kubernetes.Interface, ns string, n int,
 		return k
 	}
 	check := func() {
+		firstOnce.Do(func() { r.first = time.Since(start); close(r.firstSeen) })
+		if len(inf.GetStore().List()) >= n {
+			createdOnce.Do(func() { r.created = time.Since(start); close(r.allCreated) })
+		}
 		if count() >= n {
 			once.Do(func() { r.at = time.Since(start); close(r.reached) })
 		}

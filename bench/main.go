@@ -69,7 +69,7 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
-var sectionNames = []string{"webhook", "create", "allocation", "scale"}
+var sectionNames = []string{"webhook", "create", "allocation", "jvm", "scale"}
 
 func (o options) runs(section string) bool {
 	return o.sections == "all" || strings.Contains(","+o.sections+",", ","+section+",")
@@ -81,13 +81,13 @@ func main() {
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "state and logs")
 	flag.StringVar(&o.out, "out", "bench/results", "where latest.md and the chart go")
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
-	flag.DurationVar(&o.idle, "idle", 5*time.Minute, "idle window after the allocation runs of (b) and (c)")
+	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
 	flag.DurationVar(&o.steady, "steady", time.Minute, "steady window after each side of the many-drivers comparison")
 	flag.IntVar(&o.admissions, "admissions", 2000, "requests per webhook load level")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
-	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, scale (a partial run does not write the chart)")
+	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale (a partial run does not write the chart)")
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -114,7 +114,10 @@ func run(o options) error {
 	o.dir, _ = filepath.Abs(o.dir)
 	_ = os.RemoveAll(o.dir)
 	policy, _ := filepath.Abs("bench/policy.yaml")
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}, SchedulerFlags: schedulerFlags(o.schedulerQPS)})
+	// The real drivers of the jvm section run on the pod runner's node,
+	// their executors on kwok's.
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}, SchedulerFlags: schedulerFlags(o.schedulerQPS),
+		PodRunner: o.runs("jvm"), Kwok: true})
 	if err != nil {
 		return err
 	}
@@ -148,6 +151,13 @@ func run(o options) error {
 		if series, err = allocation(ctx, env, o, r); err != nil {
 			return err
 		}
+	}
+	if o.runs("jvm") {
+		jvm, err := jvmAllocation(ctx, env, o, r, series)
+		if err != nil {
+			return err
+		}
+		series = append(series, jvm...)
 	}
 	if o.runs("scale") {
 		if err := scale(ctx, env, o, r); err != nil {

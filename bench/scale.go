@@ -35,7 +35,7 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	if err != nil {
 		return fmt.Errorf("drivers through sidecars: %w", err)
 	}
-	r.line("## 4. %d drivers at once, %d executors each", o.drivers, o.perDriver)
+	r.line("## 5. %d drivers at once, %d executors each", o.drivers, o.perDriver)
 	r.line("")
 	r.line("%d driver emulators (Spark 4.0 defaults) start together and each asks for %d executors: first straight to the API server, then each through its own `sparklet sidecar` process (%d processes). Requests and latency are the API server's own (`apiserver_request_total`, `apiserver_request_duration_seconds` without WATCH), for all clients and resources, kwok's status updates included; the steady window follows all-Running.", o.drivers, o.perDriver, o.drivers)
 	r.line("")

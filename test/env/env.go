@@ -58,12 +58,21 @@ type Options struct {
 	// PodRunner runs real pods: a pod runner registers the node RunnerNode,
 	// whose pods run as local processes with the Spark images mapped to the
 	// distributions in BinDir/spark. kwok and its fake nodes are not
-	// started, so every pod lands on that node.
+	// started, so every pod lands on that node, unless Kwok is set.
 	PodRunner bool
+	// Kwok, with PodRunner, starts kwok and its fake nodes as well, and
+	// taints RunnerNode with RunnerTaint: pods land on the fake nodes
+	// unless they name RunnerNode (spec.nodeName) or tolerate the taint.
+	// Without PodRunner, kwok always runs.
+	Kwok bool
 }
 
 // RunnerNode is the pod runner's node.
 const RunnerNode = "runner-1"
+
+// RunnerTaint keeps the scheduler's pods off RunnerNode when kwok's fake
+// nodes run too (Options.Kwok).
+var RunnerTaint = corev1.Taint{Key: "sparklet.io/podrunner", Value: "true", Effect: corev1.TaintEffectNoSchedule}
 
 // Env is a running control plane with the sparklet webhook registered.
 type Env struct {
@@ -93,13 +102,17 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 		if err != nil {
 			return nil, err
 		}
-		runner, err = podrunner.New(podrunner.Options{NodeName: RunnerNode, Dir: filepath.Join(opts.Dir, "pods"),
-			Images: sparkimage.Resolver(opts.BinDir), Log: log, SyncPeriod: 2 * time.Second})
+		ropts := podrunner.Options{NodeName: RunnerNode, Dir: filepath.Join(opts.Dir, "pods"),
+			Images: sparkimage.Resolver(opts.BinDir), Log: log, SyncPeriod: 2 * time.Second}
+		if opts.Kwok {
+			ropts.Taints = []corev1.Taint{RunnerTaint}
+		}
+		runner, err = podrunner.New(ropts)
 		if err != nil {
 			log.Close()
 			return nil, fmt.Errorf("start pod runner: %w", err)
 		}
-		copts.ExtraSANs, copts.NoKwok = []string{runner.HostIP()}, true
+		copts.ExtraSANs, copts.NoKwok = []string{runner.HostIP()}, !opts.Kwok
 	}
 	c, err := cluster.Start(ctx, copts)
 	if err != nil {
