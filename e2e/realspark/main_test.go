@@ -20,6 +20,7 @@ import (
 var (
 	env   *testenv.Env
 	dists []spark.Dist
+	files *fileServer
 )
 
 func TestMain(m *testing.M) {
@@ -50,13 +51,23 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	policy, _ := filepath.Abs("testdata/policy.yaml")
+	policy := filepath.Join(dir, "policy.yaml")
+	if err := writePolicy(policy, policyFilesPrefix); err != nil {
+		fmt.Fprintf(os.Stderr, "realspark: %v\n", err)
+		return 1
+	}
 	env, err = testenv.Start(ctx, testenv.Options{BinDir: binDir, Dir: dir, PolicyFile: policy, PodRunner: true})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "realspark: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
+	if files, err = serveFiles(ctx, policy); err != nil {
+		env.Stop()
+		fmt.Fprintf(os.Stderr, "realspark: %v\nlogs are in %s\n", err, dir)
+		return 1
+	}
 	code := m.Run()
+	files.close()
 	env.Stop()
 	if code == 0 && os.Getenv("SPARKLET_KEEP") == "" {
 		os.RemoveAll(dir)
