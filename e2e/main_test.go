@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -14,6 +15,6 @@ var env *testenv.Env
 
 func TestMain(m *testing.M) {
 	policy, _ := filepath.Abs("../examples/policy.yaml")
-	testenv.Main(m, "e2e", testenv.Options{PolicyFile: policy,
-		APIServerFlags: []string{"--feature-gates=" + futureFieldGate + "=true"}}, func(e *testenv.Env) { env = e })
+	os.Exit(testenv.Main(m, "e2e", testenv.Options{PolicyFile: policy,
+		APIServerFlags: []string{"--feature-gates=" + futureFieldGate + "=true"}}, func(e *testenv.Env) error { env = e; return nil }))
 }

@@ -6,6 +6,7 @@
 package realspark
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -18,6 +19,7 @@ import (
 var (
 	env   *testenv.Env
 	dists []spark.Dist
+	files *fileServer
 )
 
 func TestMain(m *testing.M) {
@@ -34,6 +36,26 @@ func TestMain(m *testing.M) {
 			}
 		}
 	}
-	policy, _ := filepath.Abs("testdata/policy.yaml")
-	testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true}, func(e *testenv.Env) { env = e })
+	// The policy names the suite's file server, whose address is known
+	// only once the pod runner has its bridge: serveFiles fills it in.
+	policyDir, err := os.MkdirTemp("", "sparklet-realspark-policy-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	policy := filepath.Join(policyDir, "policy.yaml")
+	if err := writePolicy(policy, policyFilesPrefix); err != nil {
+		fmt.Fprintf(os.Stderr, "realspark: %v\n", err)
+		os.Exit(1)
+	}
+	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true}, func(e *testenv.Env) error {
+		env = e
+		files, err = serveFiles(context.Background(), policy)
+		return err
+	})
+	if files != nil {
+		files.close()
+	}
+	os.RemoveAll(policyDir)
+	os.Exit(code)
 }

@@ -9,20 +9,21 @@ import (
 	"time"
 )
 
-// Main is the TestMain of an end-to-end test package named name: unless
-// SPARKLET_E2E=1 it skips every test; otherwise it starts an Env from the
+// Main is the body of the TestMain of an end-to-end test package named
+// name, returning its exit code: unless SPARKLET_E2E=1 it skips every test; otherwise it starts an Env from the
 // binaries in SPARKLET_BIN_DIR (failing, not skipping, if one is missing),
-// hands it to use, runs the tests and stops it. The state directory, with
-// every log, is kept when a test failed or SPARKLET_KEEP is set. It exits.
-func Main(m *testing.M, name string, opts Options, use func(*Env)) {
+// hands it to use (an error from use fails the package), runs the tests and
+// stops it. The state directory, with
+// every log, is kept when a test failed or SPARKLET_KEEP is set.
+func Main(m *testing.M, name string, opts Options, use func(*Env) error) int {
 	if os.Getenv("SPARKLET_E2E") != "1" {
 		fmt.Printf("%s: skipped; set SPARKLET_E2E=1 and SPARKLET_BIN_DIR (make test does)\n", name)
-		os.Exit(0)
+		return 0
 	}
-	os.Exit(runMain(m, name, opts, use))
+	return runMain(m, name, opts, use)
 }
 
-func runMain(m *testing.M, name string, opts Options, use func(*Env)) int {
+func runMain(m *testing.M, name string, opts Options, use func(*Env) error) int {
 	opts.BinDir = os.Getenv("SPARKLET_BIN_DIR")
 	for _, b := range []string{"sparklet", "kube-apiserver", "etcd", "kwok"} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
@@ -43,7 +44,11 @@ func runMain(m *testing.M, name string, opts Options, use func(*Env)) int {
 		fmt.Fprintf(os.Stderr, "%s: %v\nlogs are in %s\n", name, err, dir)
 		return 1
 	}
-	use(e)
+	if err := use(e); err != nil {
+		e.Stop()
+		fmt.Fprintf(os.Stderr, "%s: %v\nlogs are in %s\n", name, err, dir)
+		return 1
+	}
 	code := m.Run()
 	e.Stop()
 	if code == 0 && os.Getenv("SPARKLET_KEEP") == "" {

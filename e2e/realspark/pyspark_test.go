@@ -1,0 +1,137 @@
+package realspark
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/patches"
+)
+
+// exampleRepo is where the examples say their files are published.
+const exampleRepo = "https://repo.example.com/"
+
+// TestPySpark applies examples/pyspark-pod.yaml with each pinned Spark
+// version: sparklet-init fetches examples/groupcount.py from the suite's
+// file server and checks its sha256, spark-submit runs it, and its Python
+// functions run in Python workers on two executors, with a shuffle between
+// them.
+func TestPySpark(t *testing.T) {
+	script, err := os.ReadFile("../../examples/groupcount.py")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(script)
+	for _, d := range dists {
+		t.Run(d.Version, func(t *testing.T) {
+			manifest := string(example(t, "pyspark-pod.yaml", d))
+			if !strings.Contains(manifest, hex.EncodeToString(sum[:])) {
+				t.Fatalf("examples/pyspark-pod.yaml does not pin the sha256 of examples/groupcount.py, %x", sum)
+			}
+			url := files.serve("py/groupcount.py", script)
+			if !strings.Contains(manifest, exampleRepo+"py/groupcount.py") {
+				t.Fatalf("examples/pyspark-pod.yaml does not fetch %spy/groupcount.py", exampleRepo)
+			}
+			manifest = strings.ReplaceAll(manifest, exampleRepo+"py/groupcount.py", url)
+
+			ns := namespace(t)
+			execs := watchExecutors(t, ns)
+			start := time.Now()
+			kubectl(t, []byte(manifest), "apply", "-n", ns, "-f", "-")
+			running := waitPod(t, ns, "groupcount", "ran its driver container", 3*time.Minute, containerRunning("spark"))
+			appID := running.Labels[patches.LabelAppID]
+			if appID == "" {
+				t.Fatalf("driver pod has no %s label", patches.LabelAppID)
+			}
+			done := waitPod(t, ns, "groupcount", "finished", 5*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+			finished := time.Now()
+			if done.Status.Phase != corev1.PodSucceeded {
+				t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, "groupcount"))
+			}
+			driverLog := log(ns, "groupcount", "spark")
+
+			for _, line := range groupCounts(1000, 5) {
+				if !strings.Contains(driverLog, line+"\n") {
+					t.Errorf("the driver did not print %q\n%s", line, driverLogTail(ns, "groupcount"))
+				}
+			}
+
+			var names []string
+			for _, p := range execs.pods() {
+				names = append(names, p.Name)
+				if p.Labels[patches.LabelAppID] != appID {
+					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[patches.LabelAppID], appID)
+				}
+			}
+			if len(names) != 2 {
+				t.Errorf("executor pods %v, want 2", names)
+			}
+			workers := pythonWorkerPods(t, driverLog)
+			for _, w := range workers {
+				if !slices.Contains(names, w) {
+					t.Errorf("the Python function ran in %q, not in an executor pod %v", w, names)
+				}
+			}
+			if onExecutors := tasksOnExecutors(driverLog); len(onExecutors) == 0 {
+				t.Errorf("the driver's log shows no task finished on an executor\n%s", driverLogTail(ns, "groupcount"))
+			}
+			clean := waitClean(t, ns, appID, 30*time.Second)
+			t.Logf("Spark %s: apply→result %v, →clean %v; Python workers ran in %v",
+				d.Version, finished.Sub(start).Round(time.Millisecond), clean.Sub(start).Round(time.Millisecond), workers)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, "groupcount", metav1.DeleteOptions{})
+		})
+	}
+}
+
+// groupCounts is what examples/groupcount.py prints for the numbers 1..n
+// grouped by n mod keys.
+func groupCounts(n, keys int) []string {
+	count, sum := make([]int, keys), make([]int, keys)
+	for i := 1; i <= n; i++ {
+		count[i%keys]++
+		sum[i%keys] += i
+	}
+	var lines []string
+	for k := range keys {
+		lines = append(lines, fmt.Sprintf("key-%d count=%d sum=%d", k, count[k], sum[k]))
+	}
+	return lines
+}
+
+// pythonWorkerPods parses the pods groupcount.py says its Python function
+// ran in.
+func pythonWorkerPods(t *testing.T, driverLog string) []string {
+	t.Helper()
+	m := regexp.MustCompile(`(?m)^Python workers ran in: (.+)$`).FindStringSubmatch(driverLog)
+	if m == nil {
+		t.Fatalf("no %q line in the driver's log", "Python workers ran in:")
+	}
+	return strings.Fields(m[1])
+}
+
+// taskOnExecutor is TaskSetManager's line for a task that finished on an
+// executor, the same in Spark 3.5 and 4.x.
+var taskOnExecutor = regexp.MustCompile(`Finished task \S+ in stage \S+ \(TID \d+\) in \d+ ms on \S+ \(executor (\S+)\)`)
+
+// tasksOnExecutors returns the ids of the executors tasks finished on.
+func tasksOnExecutors(driverLog string) []string {
+	var ids []string
+	for _, m := range taskOnExecutor.FindAllStringSubmatch(driverLog, -1) {
+		if !slices.Contains(ids, m[1]) {
+			ids = append(ids, m[1])
+		}
+	}
+	return ids
+}
