@@ -1,0 +1,56 @@
+package podrunner
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+)
+
+// RemoveLeftovers removes the bridges and pod network namespaces of
+// runners that ended without Stop (killed, say): those whose lock nobody
+// holds. Live runners keep theirs. It returns the bridges it cleaned.
+func RemoveLeftovers() ([]string, error) {
+	locks, err := filepath.Glob(filepath.Join(lockDir, "*.lock"))
+	if err != nil {
+		return nil, err
+	}
+	var cleaned []string
+	for _, path := range locks {
+		bridge := strings.TrimSuffix(filepath.Base(path), ".lock")
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if err != nil {
+			return cleaned, err
+		}
+		if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				continue // a live runner's
+			}
+			return cleaned, err
+		}
+		n := &network{bridge: bridge}
+		if n.hasLeftovers() {
+			n.removeLeftovers()
+			cleaned = append(cleaned, bridge)
+		}
+		f.Close()
+	}
+	return cleaned, nil
+}
+
+// hasLeftovers reports whether the bridge or a pod namespace on it exists.
+func (n *network) hasLeftovers() bool {
+	if _, err := net.InterfaceByName(n.bridge); err == nil {
+		return true
+	}
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), n.bridge+"-") {
+			return true
+		}
+	}
+	return false
+}
