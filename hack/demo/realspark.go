@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -46,7 +47,7 @@ func runReal(ctx context.Context, bin, dir string, keep bool) error {
 	if err != nil {
 		return err
 	}
-	defer stopAll(env, dir)
+	defer stopAll(env, dir, keep)
 	say("up in %s", time.Since(start).Round(100*time.Millisecond))
 	say("the pod runner plays the kubelet for node %s: each pod runs as local processes in a network", testenv.RunnerNode)
 	say("namespace of its own, pod IP on bridge %s/24 (docs/pod-runner.md); apache/spark:<version> images run", env.Runner.HostIP())
@@ -90,13 +91,31 @@ func runReal(ctx context.Context, bin, dir string, keep bool) error {
 
 // stopAll stops the pod runner (its pods, their namespaces and the bridge),
 // the webhook and the control plane.
-func stopAll(env *testenv.Env, dir string) {
+func stopAll(env *testenv.Env, dir string, keep bool) {
 	step("Stopping the pod runner, the webhook and the control plane (they live in this process)")
 	start := time.Now()
+	hostIP := env.Runner.HostIP()
 	env.Stop()
-	say("stopped in %s; no pod process, network namespace or bridge is left", time.Since(start).Round(100*time.Millisecond))
+	if bridgeLeft(hostIP) {
+		say("the pod runner's bridge (%s) is still there; make cluster-down removes it", hostIP)
+	} else {
+		say("stopped in %s; the pods' processes, network namespaces and the bridge are gone", time.Since(start).Round(100*time.Millisecond))
+	}
 	say("logs: %s (pods/logs/<namespace>_<pod>_<uid>/<container>.log, podrunner.log, webhook.log, cluster/logs/)", dir)
-	say("hack/demo.sh --keep leaves everything running until Ctrl-C, to look around with kubectl")
+	if !keep {
+		say("hack/demo.sh --keep leaves everything running until Ctrl-C, to look around with kubectl")
+	}
+}
+
+// bridgeLeft reports whether an interface of the host still has ip.
+func bridgeLeft(ip string) bool {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if p, ok := a.(*net.IPNet); ok && p.IP.String() == ip {
+			return true
+		}
+	}
+	return false
 }
 
 // runDriverPod applies examples/spark-pi-pod.yaml and follows it to the end.
