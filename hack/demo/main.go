@@ -17,6 +17,7 @@ import (
 
 	"github.com/sparklet/sparklet/test/cluster"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/podrunner"
 )
 
 const ns = "spark-demo"
@@ -32,7 +33,13 @@ func main() {
 	absBin, _ := filepath.Abs(*bin)
 	absDir, _ := filepath.Abs(*dir)
 	_ = cluster.Down(filepath.Join(absDir, "cluster")) // a previous --emulator demo's
-	_ = os.RemoveAll(absDir)
+	if os.Geteuid() == 0 {
+		_ = podrunner.UnmountUnder(absDir) // a killed demo's pod volumes
+	}
+	if err := os.RemoveAll(absDir); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
 	var err error
 	if *emulated {
 		err = runEmulator(ctx, absBin, absDir)

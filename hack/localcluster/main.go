@@ -71,6 +71,13 @@ func down(dirs []string) error {
 	if os.Geteuid() != 0 {
 		return nil // pod runners run as root; nothing of theirs to remove
 	}
+	for _, dir := range dirs {
+		// A pod runner beside the cluster (test/env keeps its pods in
+		// ../pods) may have been killed with tmpfs volumes mounted.
+		if err := podrunner.UnmountUnder(filepath.Join(filepath.Dir(dir), "pods")); err != nil {
+			return err
+		}
+	}
 	cleaned, err := podrunner.RemoveLeftovers()
 	if err != nil {
 		return fmt.Errorf("remove pod runners' leftovers: %w", err)

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 )
@@ -53,4 +54,32 @@ func (n *network) hasLeftovers() bool {
 		}
 	}
 	return false
+}
+
+// UnmountUnder detaches every mount below dir, deepest first: the tmpfs
+// volumes a runner killed without Stop left in its Dir, which would
+// otherwise keep the directory from being removed.
+func UnmountUnder(dir string) error {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		return err
+	}
+	var under []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && strings.HasPrefix(f[1], dir+"/") {
+			under = append(under, f[1])
+		}
+	}
+	sort.Sort(sort.Reverse(sort.StringSlice(under)))
+	for _, m := range under {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && err != syscall.EINVAL {
+			return &os.PathError{Op: "unmount", Path: m, Err: err}
+		}
+	}
+	return nil
 }

@@ -3,7 +3,10 @@ package podrunner
 import (
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -50,5 +53,33 @@ func TestRemoveLeftovers(t *testing.T) {
 	}
 	if _, err := net.InterfaceByName(live.bridge); err != nil {
 		t.Errorf("the live runner's bridge %s: %v", live.bridge, err)
+	}
+}
+
+func TestUnmountUnder(t *testing.T) {
+	if os.Getenv("SPARKLET_E2E") != "1" || testing.Short() {
+		t.Skip("set SPARKLET_E2E=1 to mount (make test does)")
+	}
+	dir := t.TempDir()
+	vol := filepath.Join(dir, "pods", "uid", "volumes", "mem")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mount("tmpfs", vol, "tmpfs", 0, "size=1m"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Unmount(vol, syscall.MNT_DETACH) })
+	if err := UnmountUnder(dir); err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := os.ReadFile("/proc/self/mounts")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(mounts), " "+vol+" ") {
+		t.Errorf("%s is still mounted", vol)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Errorf("remove the runner's directory: %v", err)
 	}
 }
