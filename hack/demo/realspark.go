@@ -66,11 +66,38 @@ func runReal(ctx context.Context, bin, dir string, keep bool) error {
 	kubectl(steps, env, "get", "namespace", ns, "--show-labels")
 	say("and the Secret object-store-keys, which examples/policy.yaml's credentials hand to drivers and executors")
 
-	pod, err := runDriverPod(steps, env, d)
+	start = time.Now()
+	pod, err := applyDriverPod(steps, env, d)
 	if err != nil {
 		return err
 	}
-	if err := runJob(steps, env, d); err != nil {
+	jobPod, err := applyJob(steps, env, d)
+	if err != nil {
+		return err
+	}
+	step("Running both: each sidecar first, then the stock Spark %s driver, which asks its sidecar for executors", d.Version)
+	say("time since the pod was applied, driver pod, what happened:")
+	drivers := []*corev1.Pod{pod, jobPod}
+	containers := []string{sparkContainer(pod), sparkContainer(jobPod)}
+	bounded, cancel := context.WithTimeout(steps, 4*time.Minute)
+	defer cancel()
+	runs, err := followAll(bounded, env.Client, drivers, containers, start)
+	if err != nil {
+		return err
+	}
+
+	step("spark-pi's result and cleanup")
+	if err := report(steps, env, pod, runs[0]); err != nil {
+		return err
+	}
+	kubectl(steps, env, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pod.Name+",source=sparklet-sidecar",
+		"-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--sort-by=.lastTimestamp")
+
+	step("The Job's result and cleanup")
+	if err := report(steps, env, jobPod, runs[1]); err != nil {
+		return err
+	}
+	if err := jobCompleted(steps, env); err != nil {
 		return err
 	}
 
@@ -118,39 +145,31 @@ func bridgeLeft(ip string) bool {
 	return false
 }
 
-// runDriverPod applies examples/spark-pi-pod.yaml and follows it to the end.
-func runDriverPod(ctx context.Context, env *testenv.Env, d spark.Dist) (*corev1.Pod, error) {
+// applyDriverPod applies examples/spark-pi-pod.yaml and shows what the
+// webhook injected.
+func applyDriverPod(ctx context.Context, env *testenv.Env, d spark.Dist) (*corev1.Pod, error) {
 	manifest, err := example("examples/spark-pi-pod.yaml", d)
 	if err != nil {
 		return nil, err
 	}
 	step("Applying a plain driver pod: examples/spark-pi-pod.yaml, on the newest pinned Spark")
 	say("image apache/spark:%s and its examples jar in place of the file's (hack/spark/versions)", d.Version)
-	applied := time.Now()
 	kubectlIn(ctx, env, manifest, "   # examples/spark-pi-pod.yaml", "apply", "-n", ns, "-f", "-")
 	pod, err := env.Client.CoreV1().Pods(ns).Get(ctx, "spark-pi", metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	showInjected(pod)
-
-	step("Running it: the sidecar first, then the stock Spark %s driver, which asks the sidecar for executors", d.Version)
-	if err := runToEnd(ctx, env, pod, applied); err != nil {
-		return nil, err
-	}
-	kubectl(ctx, env, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pod.Name+",source=sparklet-sidecar",
-		"-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--sort-by=.lastTimestamp")
 	return pod, nil
 }
 
-// runJob applies examples/spark-pi-job.yaml and follows its pod to the end.
-func runJob(ctx context.Context, env *testenv.Env, d spark.Dist) error {
+// applyJob applies examples/spark-pi-job.yaml and returns the Job's pod.
+func applyJob(ctx context.Context, env *testenv.Env, d spark.Dist) (*corev1.Pod, error) {
 	manifest, err := example("examples/spark-pi-job.yaml", d)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	step("The same driver as a Job: examples/spark-pi-job.yaml, image apache/spark:%s", d.Version)
-	applied := time.Now()
+	step("The same driver as a Job, at the same time: examples/spark-pi-job.yaml, image apache/spark:%s", d.Version)
 	kubectlIn(ctx, env, manifest, "   # examples/spark-pi-job.yaml", "apply", "-n", ns, "-f", "-")
 	var pod *corev1.Pod
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -162,16 +181,18 @@ func runJob(ctx context.Context, env *testenv.Env, d spark.Dist) error {
 		return true, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the Job created no pod: %w", err)
+		return nil, fmt.Errorf("the Job created no pod: %w", err)
 	}
 	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
 	say("the Job controller created %s (it had only generateName %q at admission);", pod.Name, pod.GenerateName)
 	say("Spark learns the name at run time: spark.kubernetes.driver.pod.name %s", conf["spark.kubernetes.driver.pod.name"])
 	say("problems found by verify.Driver: %d", len(verify.Driver(pod)))
-	if err := runToEnd(ctx, env, pod, applied); err != nil {
-		return err
-	}
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	return pod, nil
+}
+
+// jobCompleted waits for the Job to complete and shows it.
+func jobCompleted(ctx context.Context, env *testenv.Env) error {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		job, err := env.Client.BatchV1().Jobs(ns).Get(ctx, "spark-pi-job", metav1.GetOptions{})
 		return err == nil && jobComplete(job), nil
 	})
@@ -192,17 +213,17 @@ func jobComplete(job *batchv1.Job) bool {
 	return false
 }
 
-// runToEnd follows a driver pod from applied until it has finished and
-// its executors and executor ConfigMaps are gone, then shows the result.
-func runToEnd(ctx context.Context, env *testenv.Env, pod *corev1.Pod, applied time.Time) error {
+func sparkContainer(pod *corev1.Pod) string {
 	var st patches.Status
 	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
-	bounded, cancel := context.WithTimeout(ctx, 4*time.Minute)
-	defer cancel()
-	r, err := follow(bounded, env.Client, pod, st.SparkContainer, applied)
-	if err != nil {
-		return err
-	}
+	return st.SparkContainer
+}
+
+// report shows a finished driver's result and checks that nothing of its
+// application is left.
+func report(ctx context.Context, env *testenv.Env, pod *corev1.Pod, r *run) error {
+	var st patches.Status
+	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
 	logFile := env.Runner.LogPath(ns, pod.Name, st.SparkContainer)
 	logText, _ := os.ReadFile(logFile)
 	if r.Pod.Status.Phase != corev1.PodSucceeded {

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +16,23 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 )
+
+// followAll follows several drivers at once (see follow), all timed from
+// start.
+func followAll(ctx context.Context, client kubernetes.Interface, drivers []*corev1.Pod, sparkContainers []string, start time.Time) ([]*run, error) {
+	runs := make([]*run, len(drivers))
+	errs := make([]error, len(drivers))
+	var wg sync.WaitGroup
+	for i := range drivers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runs[i], errs[i] = follow(ctx, client, drivers[i], sparkContainers[i], start)
+		}()
+	}
+	wg.Wait()
+	return runs, errors.Join(errs...)
+}
 
 // run is what follow saw of one driver pod and its application.
 type run struct {
@@ -112,7 +131,7 @@ func (f *follower) observeConfigMap(t watch.EventType, cm *corev1.ConfigMap) {
 }
 
 func (f *follower) mark(format string, args ...any) {
-	say("%6.1fs  "+format, append([]any{time.Since(f.start).Seconds()}, args...)...)
+	say("%6.1fs  %-18s  "+format, append([]any{time.Since(f.start).Seconds(), f.driver}, args...)...)
 }
 
 func (f *follower) observe(t watch.EventType, p *corev1.Pod) {
@@ -161,6 +180,6 @@ func (f *follower) observeDriver(p *corev1.Pod) {
 	}
 	if f.Pod == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed) {
 		f.Pod = p.DeepCopy()
-		f.mark("pod %s %s", p.Name, p.Status.Phase)
+		f.mark("pod %s", p.Status.Phase)
 	}
 }
