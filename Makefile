@@ -66,8 +66,11 @@ bench: build cluster-binaries spark-dists
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster
 
+# Stops the control planes of make cluster-up and hack/demo.sh --emulator,
+# or the one in DIR, and removes what killed pod runners left.
+DOWN_DIRS := $(CURDIR)/.cache/cluster,$(CURDIR)/.cache/demo/cluster
 cluster-down:
-	@$(GO) run ./hack/localcluster down --dir $(or $(DIR),$(CURDIR)/.cache/cluster)
+	@$(GO) run ./hack/localcluster down --dir $(or $(DIR),$(DOWN_DIRS))
 
 # The chart: lint and render with helm (built from hack/helm), then apply to
 # the local control plane and run the self-managed webhook (bin/sparklet).

@@ -1,6 +1,8 @@
 // Command localcluster starts and stops the local control plane by hand.
 // It is for people who want to poke at it with kubectl (make cluster-up,
-// make cluster-down).
+// make cluster-down). Down also stops the cluster `hack/demo.sh
+// --emulator` leaves running, and removes what killed pod runners left
+// (bridges, network namespaces).
 package main
 
 import (
@@ -9,14 +11,16 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/podrunner"
 )
 
 func main() {
 	if len(os.Args) < 2 || (os.Args[1] != "up" && os.Args[1] != "down") {
-		fmt.Fprintln(os.Stderr, "usage: localcluster up|down --dir DIR [--bin DIR]")
+		fmt.Fprintln(os.Stderr, "usage: localcluster up --dir DIR [--bin DIR] | down --dir DIR[,DIR...]")
 		os.Exit(2)
 	}
 	fs := flag.NewFlagSet(os.Args[1], flag.ExitOnError)
@@ -31,11 +35,7 @@ func main() {
 
 func run(cmd, dir, bin string) error {
 	if cmd == "down" {
-		if err := cluster.Down(dir); err != nil {
-			return err
-		}
-		fmt.Println("local control plane stopped")
-		return nil
+		return down(strings.Split(dir, ","))
 	}
 	if _, err := os.Stat(filepath.Join(dir, "state.json")); err == nil {
 		return fmt.Errorf("a cluster already runs in %s; stop it with make cluster-down", dir)
@@ -48,5 +48,42 @@ func run(cmd, dir, bin string) error {
 	}
 	fmt.Printf("local control plane is up; logs in %s\n\n  export KUBECONFIG=%s\n  kubectl get nodes\n\nstop it with: make cluster-down\n",
 		filepath.Join(c.Dir(), "logs"), c.Kubeconfig())
+	return nil
+}
+
+// down stops the clusters running in dirs, and removes the bridges and
+// network namespaces of pod runners that were killed (a demo's, say).
+func down(dirs []string) error {
+	stopped := 0
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "state.json")); err != nil {
+			continue
+		}
+		if err := cluster.Down(dir); err != nil {
+			return err
+		}
+		fmt.Println("stopped the local control plane in", dir)
+		stopped++
+	}
+	if stopped == 0 {
+		fmt.Println("no local control plane was running in", strings.Join(dirs, " or "))
+	}
+	if os.Geteuid() != 0 {
+		return nil // pod runners run as root; nothing of theirs to remove
+	}
+	for _, dir := range dirs {
+		// A pod runner beside the cluster (test/env keeps its pods in
+		// ../pods) may have been killed with tmpfs volumes mounted.
+		if err := podrunner.UnmountUnder(filepath.Join(filepath.Dir(dir), "pods")); err != nil {
+			return err
+		}
+	}
+	cleaned, err := podrunner.RemoveLeftovers()
+	if err != nil {
+		return fmt.Errorf("remove pod runners' leftovers: %w", err)
+	}
+	for _, bridge := range cleaned {
+		fmt.Printf("removed bridge %s and its pods' network namespaces, left by a pod runner that was killed\n", bridge)
+	}
 	return nil
 }
