@@ -1,0 +1,160 @@
+package realspark
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches"
+)
+
+// fixedConf asks for two executors, without dynamic allocation.
+const fixedConf = `spark.executor.instances 2
+spark.executor.memory 512m
+spark.driver.memory 512m
+`
+
+// TestDriverKilled kills the driver JVM with SIGKILL mid-job, so Spark's
+// own stop() never runs: the sidecar sees the Spark container end and
+// deletes the executors within seconds, and the pod fails.
+func TestDriverKilled(t *testing.T) {
+	for _, d := range failureDists(t) {
+		t.Run(d.Version, func(t *testing.T) {
+			ns := namespace(t)
+			execs := trackExecutors(t, ns)
+			job := sleepy{tasks: 40, sleepMS: 1000, conf: fixedConf}
+			job.start(t, ns, d)
+			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
+			appID := running.Labels[patches.LabelAppID]
+			waitRegistered(t, ns, 2)
+
+			pid := containerProcess(t, ns, sleepyDriver, "spark", "java")
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed := time.Now()
+			gone := waitClean(t, ns, appID, 30*time.Second)
+			t.Logf("Spark %s: executors gone %v after the driver JVM was killed", d.Version, gone.Sub(killed).Round(time.Millisecond))
+			if took := gone.Sub(killed); took > 5*time.Second {
+				t.Errorf("executors gone %v after the driver was killed, want within 5s", took.Round(time.Millisecond))
+			}
+			done := waitPod(t, ns, sleepyDriver, "finished", time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+			if done.Status.Phase != corev1.PodFailed {
+				t.Errorf("driver pod %s after its JVM was killed, want Failed", done.Status.Phase)
+			}
+			if _, _, seen, _ := execs.counts(); seen != 2 {
+				t.Errorf("%d executor pods, want 2", seen)
+			}
+			execs.checkNoDuplicates(t)
+		})
+	}
+}
+
+// TestSidecarKilled kills the sidecar with SIGKILL while the JVM creates
+// its executors. The runner restarts it, as the kubelet restarts a native
+// sidecar; the restarted sidecar keeps the JVM's token and rebuilds its
+// cache from the API server, and the job finishes.
+func TestSidecarKilled(t *testing.T) {
+	for _, d := range failureDists(t) {
+		t.Run(d.Version, func(t *testing.T) {
+			ns := namespace(t)
+			execs := trackExecutors(t, ns)
+			job := sleepy{tasks: 20, sleepMS: 1000, conf: fixedConf}
+			job.start(t, ns, d)
+			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
+			appID := running.Labels[patches.LabelAppID]
+			waitFor(t, ns, "an executor pod created", 3*time.Minute, func() bool {
+				_, _, seen, _ := execs.counts()
+				return seen > 0
+			})
+			pid := containerProcess(t, ns, sleepyDriver, patches.SidecarName, "sparklet")
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			waitPod(t, ns, sleepyDriver, "restarted its sidecar", time.Minute, func(p *corev1.Pod) bool {
+				for _, s := range p.Status.InitContainerStatuses {
+					if s.Name == patches.SidecarName {
+						return s.RestartCount > 0 && s.Started != nil && *s.Started
+					}
+				}
+				return false
+			})
+			done := waitPod(t, ns, sleepyDriver, "finished", 3*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+			if done.Status.Phase != corev1.PodSucceeded {
+				t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
+			}
+			job.checkSum(t, log(ns, sleepyDriver, "spark"))
+			waitClean(t, ns, appID, 30*time.Second)
+			if _, most, _, _ := execs.counts(); most > 2 {
+				t.Errorf("%d executors alive at once, want at most 2", most)
+			}
+			execs.checkNoDuplicates(t)
+		})
+	}
+}
+
+// TestAPIServerRestart restarts kube-apiserver mid-job: the sidecar's
+// informers reconnect, the JVM's watch is served from their cache, and
+// the job finishes.
+func TestAPIServerRestart(t *testing.T) {
+	for _, d := range failureDists(t) {
+		t.Run(d.Version, func(t *testing.T) {
+			ns := namespace(t)
+			execs := trackExecutors(t, ns)
+			job := sleepy{tasks: 30, sleepMS: 1000, conf: fixedConf}
+			job.start(t, ns, d)
+			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
+			appID := running.Labels[patches.LabelAppID]
+			waitRegistered(t, ns, 2)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			restart := time.Now()
+			if err := env.Cluster.RestartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("Spark %s: kube-apiserver back after %v", d.Version, time.Since(restart).Round(time.Millisecond))
+			done := waitPod(t, ns, sleepyDriver, "finished", 3*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+			if done.Status.Phase != corev1.PodSucceeded {
+				t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
+			}
+			job.checkSum(t, log(ns, sleepyDriver, "spark"))
+			waitClean(t, ns, appID, 30*time.Second)
+			if _, _, seen, _ := execs.counts(); seen != 2 {
+				t.Errorf("%d executor pods, want 2", seen)
+			}
+			execs.checkNoDuplicates(t)
+		})
+	}
+}
+
+// waitRegistered waits until n executors registered with the driver.
+func waitRegistered(t *testing.T, ns string, n int) {
+	t.Helper()
+	waitFor(t, ns, strconv.Itoa(n)+" executors registered", 3*time.Minute, func() bool {
+		return strings.Count(log(ns, sleepyDriver, "spark"), "Registered executor") >= n
+	})
+}
+
+// containerProcess returns the pid of a running container's process and
+// checks that it runs the program named comm.
+func containerProcess(t *testing.T, ns, pod, container, comm string) int {
+	t.Helper()
+	pid, ok := env.Runner.ContainerPID(ns, pod, container)
+	if !ok {
+		t.Fatalf("container %s of %s/%s is not running", container, ns, pod)
+	}
+	got, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.TrimSpace(string(got)) != comm {
+		t.Fatalf("container %s runs %q as pid %d, want %s", container, strings.TrimSpace(string(got)), pid, comm)
+	}
+	return pid
+}
