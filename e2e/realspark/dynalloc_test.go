@@ -13,7 +13,8 @@ import (
 // TestDynamicAllocation runs a job under dynamic allocation with shuffle
 // tracking: the backlog makes the JVM ask the sidecar for more executors,
 // and once the job is done and the driver idles, the JVM has the sidecar
-// delete them after the idle timeout, while the driver still runs.
+// delete them after the idle timeout, while the driver still runs. The
+// executors carry the settings the policy enforces in its namespace.
 func TestDynamicAllocation(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
@@ -30,6 +31,13 @@ func TestDynamicAllocation(t *testing.T) {
 				return most > 1
 			})
 			scaledUp := time.Now()
+			var executor *corev1.Pod
+			waitFor(t, ns, "an executor running", 3*time.Minute, func() bool {
+				var ok bool
+				executor, ok = execs.runningExecutor()
+				return ok
+			})
+			checkEnforced(t, executor)
 			waitFor(t, ns, "the job's sum in the driver's log", 3*time.Minute, func() bool {
 				return sumLine.MatchString(log(ns, sleepyDriver, "spark"))
 			})

@@ -26,6 +26,8 @@ import (
 type sleepy struct {
 	tasks, sleepMS, idle int
 	conf                 string // Spark properties, spark-defaults format
+	// files go into /opt/job beside the script.
+	files map[string]string
 }
 
 // sleepyDriver is the driver pod's name.
@@ -42,6 +44,9 @@ func (j sleepy) start(t *testing.T, ns string, d spark.Dist) *corev1.Pod {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sleepy-job"}, Data: map[string]string{"sleepy.py": string(script)}}
+	for name, text := range j.files {
+		cm.Data[name] = text
+	}
 	if _, err := env.Client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
