@@ -3,6 +3,7 @@ package realspark
 import (
 	"context"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -42,30 +43,51 @@ func TestExecutorRefused(t *testing.T) {
 			waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
 
 			const why = `mounts hostPath volume "node-scratch" (/tmp); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true`
-			waitFor(t, ns, "three refusals in the driver's log", 3*time.Minute, func() bool {
-				return strings.Count(log(ns, sleepyDriver, "spark"), why) >= 3
+			waitFor(t, ns, "three executors refused in the driver's log", 3*time.Minute, func() bool {
+				return len(refusedExecutors(log(ns, sleepyDriver, "spark"))) >= 3
 			})
-			refusals := strings.Count(log(ns, sleepyDriver, "spark"), why)
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
-			evs, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-				"involvedObject.name": sleepyDriver, "reason": "ExecutorRefused"}.String()})
-			if err != nil {
-				t.Fatal(err)
+			if !strings.Contains(log(ns, sleepyDriver, "spark"), why) {
+				t.Errorf("the driver's log does not say why: %q", why)
 			}
-			if len(evs.Items) != 1 {
-				t.Fatalf("%d ExecutorRefused Events on the driver pod after %d refusals, want 1", len(evs.Items), refusals)
+			// One Event, whose count grows as the retries go on.
+			var events []corev1.Event
+			waitFor(t, ns, "the ExecutorRefused Event counting the retries", time.Minute, func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+					"involvedObject.name": sleepyDriver, "reason": "ExecutorRefused"}.String()})
+				if err != nil {
+					return false
+				}
+				events = list.Items
+				return len(events) > 1 || len(events) == 1 && events[0].Count > 1
+			})
+			refusals := len(refusedExecutors(log(ns, sleepyDriver, "spark")))
+			if len(events) != 1 {
+				t.Fatalf("%d ExecutorRefused Events on the driver pod, want 1", len(events))
 			}
-			if ev := evs.Items[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, why) {
-				t.Errorf("event %s %q, want a Warning that says %q", ev.Type, ev.Message, why)
+			if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, why) || int(ev.Count) > refusals {
+				t.Errorf("event %s count %d %q, want a Warning that says %q and counts at most the %d refusals", ev.Type, ev.Count, ev.Message, why, refusals)
 			}
 			if _, _, seen, _ := execs.counts(); seen != 0 {
 				t.Errorf("%d refused executor pods reached the API server", seen)
 			}
-			t.Logf("Spark %s: %d refusals in the driver's log, one Event with count %d", d.Version, refusals, evs.Items[0].Count)
+			t.Logf("Spark %s: %d executors refused, one Event with count %d", d.Version, refusals, events[0].Count)
 			deleteDriver(t, ns)
 		})
 	}
+}
+
+var refusedLine = regexp.MustCompile(`pods "([^"]+)" is forbidden: sparklet policy: `)
+
+// refusedExecutors returns the executors the driver's log says were
+// refused, each once.
+func refusedExecutors(driverLog string) map[string]bool {
+	names := map[string]bool{}
+	for _, m := range refusedLine.FindAllStringSubmatch(driverLog, -1) {
+		names[m[1]] = true
+	}
+	return names
 }
 
 // deleteDriver deletes the driver pod and waits until it is gone.
