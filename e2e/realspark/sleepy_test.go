@@ -173,19 +173,6 @@ func (tr *execTracker) counts() (alive, maxAlive, seen, deleted int) {
 	return len(tr.alive), tr.maxAlive, len(tr.seen), len(tr.going)
 }
 
-// lastGoing is when the last executor was first seen deleting or gone.
-func (tr *execTracker) lastGoing() time.Time {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	var last time.Time
-	for _, at := range tr.going {
-		if at.After(last) {
-			last = at
-		}
-	}
-	return last
-}
-
 // pods returns the last version of every executor seen.
 func (tr *execTracker) pods() []*corev1.Pod {
 	tr.mu.Lock()
