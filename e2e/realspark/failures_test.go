@@ -32,7 +32,7 @@ func TestDriverKilled(t *testing.T) {
 			job.start(t, ns, d)
 			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
 			appID := running.Labels[patches.LabelAppID]
-			waitRegistered(t, ns, 2)
+			waitTasks(t, ns, 2)
 
 			pid := containerProcess(t, ns, sleepyDriver, "spark", "java")
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
@@ -111,7 +111,7 @@ func TestAPIServerRestart(t *testing.T) {
 			job.start(t, ns, d)
 			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
 			appID := running.Labels[patches.LabelAppID]
-			waitRegistered(t, ns, 2)
+			waitTasks(t, ns, 2)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
 			restart := time.Now()
@@ -133,11 +133,11 @@ func TestAPIServerRestart(t *testing.T) {
 	}
 }
 
-// waitRegistered waits until n executors registered with the driver.
-func waitRegistered(t *testing.T, ns string, n int) {
+// waitTasks waits until the job is under way: n tasks finished.
+func waitTasks(t *testing.T, ns string, n int) {
 	t.Helper()
-	waitFor(t, ns, strconv.Itoa(n)+" executors registered", 3*time.Minute, func() bool {
-		return strings.Count(log(ns, sleepyDriver, "spark"), "Registered executor") >= n
+	waitFor(t, ns, strconv.Itoa(n)+" tasks finished", 3*time.Minute, func() bool {
+		return strings.Count(log(ns, sleepyDriver, "spark"), "INFO TaskSetManager: Finished task") >= n
 	})
 }
 
