@@ -20,7 +20,7 @@ func TestDynamicAllocation(t *testing.T) {
 		t.Run(d.Version, func(t *testing.T) {
 			ns := namespace(t)
 			execs := trackExecutors(t, ns)
-			job := sleepy{tasks: 12, sleepMS: 1000, idle: 25, conf: dynamicConf}
+			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: dynamicConf}
 			start := time.Now()
 			job.start(t, ns, d)
 			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
