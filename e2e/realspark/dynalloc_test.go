@@ -66,6 +66,11 @@ func TestDynamicAllocation(t *testing.T) {
 			if most > 3 {
 				t.Errorf("%d executors alive at once, over spark.dynamicAllocation.maxExecutors=3", most)
 			}
+			for _, p := range execs.pods() {
+				if p.Labels[patches.LabelManaged] != "true" {
+					t.Errorf("executor %s was not created through the sidecar: no %s label", p.Name, patches.LabelManaged)
+				}
+			}
 			execs.checkNoDuplicates(t)
 			waitClean(t, ns, appID, 30*time.Second)
 			t.Logf("Spark %s: %d executors, at most %d at once, %d deleted; apply→%d up %v, →job done %v, →all deleted %v",
