@@ -91,9 +91,17 @@ func TestSidecarKilled(t *testing.T) {
 			}
 			job.checkSum(t, log(ns, sleepyDriver, "spark"))
 			waitClean(t, ns, appID, 30*time.Second)
-			if _, most, _, _ := execs.counts(); most > 2 {
-				t.Errorf("%d executors alive at once, want at most 2", most)
+			// The kill may land between the API server creating an executor
+			// and the JVM hearing of it: the JVM counts that create as failed
+			// (ExecutorPodsAllocator.requestNewExecutors, Spark v3.5.0 and
+			// v4.0.0) and asks for another under a new spark-exec-id, as it
+			// would after a real API server died mid-request. So one executor
+			// beyond the two asked for may run, never a duplicate.
+			_, most, seen, _ := execs.counts()
+			if most > 3 {
+				t.Errorf("%d executors alive at once, want at most 3 (2 and one whose create the kill interrupted)", most)
 			}
+			t.Logf("Spark %s: %d executor pods, at most %d alive at once", d.Version, seen, most)
 			execs.checkNoDuplicates(t)
 		})
 	}
@@ -145,16 +153,16 @@ func waitTasks(t *testing.T, ns string, n int) {
 // checks that it runs the program named comm.
 func containerProcess(t *testing.T, ns, pod, container, comm string) int {
 	t.Helper()
-	pid, ok := env.Runner.ContainerPID(ns, pod, container)
-	if !ok {
-		t.Fatalf("container %s of %s/%s is not running", container, ns, pod)
-	}
-	got, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.TrimSpace(string(got)) != comm {
-		t.Fatalf("container %s runs %q as pid %d, want %s", container, strings.TrimSpace(string(got)), pid, comm)
-	}
+	var pid int
+	// The runner's shim execs the container's program once it has set
+	// the namespaces up.
+	waitFor(t, ns, "container "+container+" running "+comm, 30*time.Second, func() bool {
+		var ok bool
+		if pid, ok = env.Runner.ContainerPID(ns, pod, container); !ok {
+			return false
+		}
+		data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm")
+		return err == nil && strings.TrimSpace(string(data)) == comm
+	})
 	return pid
 }

@@ -1,12 +1,15 @@
 package podrunner
 
 import (
+	"context"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 func TestContainerPID(t *testing.T) {
@@ -19,12 +22,17 @@ func TestContainerPID(t *testing.T) {
 		t.Fatal("no pid for a running container")
 	}
 	// The shim execs the shell, which execs sleep: one pid throughout.
-	cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		cmdline, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+		if err != nil {
+			return false, err
+		}
+		got = strings.ReplaceAll(string(cmdline), "\x00", " ")
+		return strings.Contains(got, "sleep 123"), nil
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	if got := strings.ReplaceAll(string(cmdline), "\x00", " "); !strings.Contains(got, "sleep 123") {
-		t.Errorf("pid %d runs %q, want sleep 123", pid, got)
+		t.Errorf("pid %d runs %q, want sleep 123: %v", pid, got, err)
 	}
 	if _, ok := runner.ContainerPID(namespace, pod.Name, "nope"); ok {
 		t.Error("a pid for a container the pod lacks")
