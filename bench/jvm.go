@@ -190,9 +190,9 @@ func jvmRun(ctx context.Context, env *testenv.Env, o options, jc jvmContender) (
 	}
 	finish(ctx, env, o, jc.ns, &res, before)
 	if jc.injected {
-		res.rssKiB, res.cpuSeconds = procStats(env.Runner.PID(jc.ns, jvmDriverPod, sidecarContainer))
+		res.rssKiB, res.cpuSeconds = procStats(runnerPID(env, jc.ns, jvmDriverPod, sidecarContainer))
 	}
-	res.jvmRSSKiB, _ = procStats(env.Runner.PID(jc.ns, jvmDriverPod, sparkContainer))
+	res.jvmRSSKiB, _ = procStats(runnerPID(env, jc.ns, jvmDriverPod, sparkContainer))
 	return res, nil
 }
 
@@ -318,4 +318,11 @@ func jvmCleanup(ctx context.Context, env *testenv.Env, ns string) {
 		return apierrors.IsNotFound(err), nil
 	})
 	cleanup(ctx, env, ns)
+}
+
+// runnerPID is the host pid of a running container of the pod runner's, or
+// 0 when it does not run.
+func runnerPID(env *testenv.Env, ns, pod, container string) int {
+	pid, _ := env.Runner.ContainerPID(ns, pod, container)
+	return pid
 }

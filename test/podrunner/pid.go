@@ -1,9 +1,9 @@
 package podrunner
 
-// PID is the process id of the named container of pod ns/name while the
-// container runs here, or 0. A container's process is the one its image's
-// entrypoint (or command) became: the shim execs it in place.
-func (r *Runner) PID(ns, name, container string) int {
+// ContainerPID is the host pid of the running process of a container of
+// the pod ns/pod, as a container runtime reports a container's init pid.
+// It is false when no such container is running here.
+func (r *Runner) ContainerPID(ns, pod, container string) (int, bool) {
 	r.mu.Lock()
 	workers := make([]*podWorker, 0, len(r.pods))
 	for _, w := range r.pods {
@@ -12,16 +12,17 @@ func (r *Runner) PID(ns, name, container string) int {
 	r.mu.Unlock()
 	for _, w := range workers {
 		w.mu.Lock()
-		if w.pod.Namespace == ns && w.pod.Name == name {
+		p := w.pod
+		if p.Namespace == ns && p.Name == pod {
 			for _, c := range w.all() {
-				if c.spec.Name == container && c.proc != nil {
+				if c.spec.Name == container && c.proc != nil && c.proc.Process != nil {
 					pid := c.proc.Process.Pid
 					w.mu.Unlock()
-					return pid
+					return pid, true
 				}
 			}
 		}
 		w.mu.Unlock()
 	}
-	return 0
+	return 0, false
 }
