@@ -18,13 +18,9 @@ import (
 func TestDynamicAllocation(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			ns := namespace(t)
-			execs := trackExecutors(t, ns)
 			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: dynamicConf}
 			start := time.Now()
-			job.start(t, ns, d)
-			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-			appID := running.Labels[patches.LabelAppID]
+			ns, execs, appID := job.run(t, d)
 
 			waitFor(t, ns, "more than one executor alive at once", 3*time.Minute, func() bool {
 				_, most, _, _ := execs.counts()

@@ -26,12 +26,8 @@ spark.driver.memory 512m
 func TestDriverKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			ns := namespace(t)
-			execs := trackExecutors(t, ns)
 			job := sleepy{tasks: 40, sleepMS: 1000, conf: fixedConf}
-			job.start(t, ns, d)
-			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-			appID := running.Labels[patches.LabelAppID]
+			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
 
 			pid := containerProcess(t, ns, sleepyDriver, "spark", "java")
@@ -63,12 +59,8 @@ func TestDriverKilled(t *testing.T) {
 func TestSidecarKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			ns := namespace(t)
-			execs := trackExecutors(t, ns)
 			job := sleepy{tasks: 20, sleepMS: 1000, conf: fixedConf}
-			job.start(t, ns, d)
-			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-			appID := running.Labels[patches.LabelAppID]
+			ns, execs, appID := job.run(t, d)
 			waitFor(t, ns, "an executor pod created", 3*time.Minute, func() bool {
 				_, _, seen, _ := execs.counts()
 				return seen > 0
@@ -113,12 +105,8 @@ func TestSidecarKilled(t *testing.T) {
 func TestAPIServerRestart(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			ns := namespace(t)
-			execs := trackExecutors(t, ns)
 			job := sleepy{tasks: 30, sleepMS: 1000, conf: fixedConf}
-			job.start(t, ns, d)
-			running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-			appID := running.Labels[patches.LabelAppID]
+			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()

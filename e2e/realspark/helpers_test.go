@@ -6,14 +6,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
@@ -148,72 +146,6 @@ func piValue(t *testing.T, logText string) float64 {
 		t.Fatal(err)
 	}
 	return v
-}
-
-// executorWatch records every executor pod of a namespace as it is seen.
-type executorWatch struct {
-	mu      sync.Mutex
-	seen    map[string]*corev1.Pod
-	running map[string]time.Time
-	stop    func()
-}
-
-func watchExecutors(t *testing.T, ns string) *executorWatch {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	w, err := env.Client.CoreV1().Pods(ns).Watch(ctx, metav1.ListOptions{LabelSelector: patches.LabelRole + "=executor"})
-	if err != nil {
-		cancel()
-		t.Fatal(err)
-	}
-	ew := &executorWatch{seen: map[string]*corev1.Pod{}, running: map[string]time.Time{}, stop: cancel}
-	go func() {
-		for ev := range w.ResultChan() {
-			p, ok := ev.Object.(*corev1.Pod)
-			if !ok || ev.Type == watch.Deleted {
-				continue
-			}
-			ew.mu.Lock()
-			ew.seen[p.Name] = p
-			if _, ok := ew.running[p.Name]; !ok && p.Status.Phase == corev1.PodRunning {
-				ew.running[p.Name] = time.Now()
-			}
-			ew.mu.Unlock()
-		}
-	}()
-	t.Cleanup(cancel)
-	return ew
-}
-
-// pods returns the executor pods seen so far, last version of each.
-func (w *executorWatch) pods() []*corev1.Pod {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	var out []*corev1.Pod
-	for _, p := range w.seen {
-		out = append(out, p)
-	}
-	return out
-}
-
-// allRunningBy returns when the n-th executor was first seen Running.
-func (w *executorWatch) nthRunning(n int) (time.Time, bool) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if len(w.running) < n {
-		return time.Time{}, false
-	}
-	var times []time.Time
-	for _, at := range w.running {
-		times = append(times, at)
-	}
-	latest := times[0]
-	for _, at := range times {
-		if at.After(latest) {
-			latest = at
-		}
-	}
-	return latest, true
 }
 
 // leftovers counts what the application left: executor pods, executor

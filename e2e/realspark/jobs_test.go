@@ -33,7 +33,7 @@ func TestSparkPiJob(t *testing.T) {
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {
 			ns := namespace(t)
-			execs := watchExecutors(t, ns)
+			execs := trackExecutors(t, ns)
 			start := time.Now()
 			kubectl(t, example(t, "spark-pi-job.yaml", d), "apply", "-n", ns, "-f", "-")
 
@@ -63,7 +63,7 @@ func TestSparkPiCronJob(t *testing.T) {
 				t.Fatal(err)
 			}
 			ns := namespace(t)
-			execs := watchExecutors(t, ns)
+			execs := trackExecutors(t, ns)
 			start := time.Now()
 			kubectl(t, manifest, "apply", "-n", ns, "-f", "-")
 			runs := []string{"spark-pi-run-1", "spark-pi-run-2"}
@@ -88,7 +88,7 @@ func TestSparkPiCronJob(t *testing.T) {
 // checkJobRun waits for the Job to complete and checks its one driver pod
 // and that pod's application: Succeeded, its SparkPi result, exactly two
 // executors of its own, nothing left behind. It returns the application id.
-func checkJobRun(t *testing.T, ns, job string, execs *executorWatch) string {
+func checkJobRun(t *testing.T, ns, job string, execs *execTracker) string {
 	t.Helper()
 	var last *batchv1.Job
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -45,7 +45,7 @@ func TestPySpark(t *testing.T) {
 			manifest = strings.ReplaceAll(manifest, exampleRepo+"py/groupcount.py", url)
 
 			ns := namespace(t)
-			execs := watchExecutors(t, ns)
+			execs := trackExecutors(t, ns)
 			start := time.Now()
 			kubectl(t, []byte(manifest), "apply", "-n", ns, "-f", "-")
 			running := waitPod(t, ns, "groupcount", "ran its driver container", 3*time.Minute, containerRunning("spark"))

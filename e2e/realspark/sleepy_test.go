@@ -109,11 +109,12 @@ type execTracker struct {
 	maxAlive int
 	dupes    []string
 	going    map[string]time.Time // pod name → first seen deleting or gone
+	running  map[string]time.Time // pod name → first seen Running
 }
 
 func trackExecutors(t *testing.T, ns string) *execTracker {
 	t.Helper()
-	tr := &execTracker{alive: map[string]string{}, seen: map[string]*corev1.Pod{}, going: map[string]time.Time{}}
+	tr := &execTracker{alive: map[string]string{}, seen: map[string]*corev1.Pod{}, going: map[string]time.Time{}, running: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = patches.LabelRole + "=executor" }))
 	inf := f.Core().V1().Pods().Informer()
@@ -145,6 +146,9 @@ func (tr *execTracker) observe(obj any, gone bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.seen[p.Name] = p
+	if _, ok := tr.running[p.Name]; !ok && !gone && p.Status.Phase == corev1.PodRunning {
+		tr.running[p.Name] = time.Now()
+	}
 	ending := gone || p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 	if ending {
 		delete(tr.alive, p.Name)
@@ -184,6 +188,22 @@ func (tr *execTracker) pods() []*corev1.Pod {
 	return out
 }
 
+// nthRunning returns when the n-th executor was first seen Running.
+func (tr *execTracker) nthRunning(n int) (time.Time, bool) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if len(tr.running) < n {
+		return time.Time{}, false
+	}
+	var latest time.Time
+	for _, at := range tr.running {
+		if at.After(latest) {
+			latest = at
+		}
+	}
+	return latest, true
+}
+
 // checkNoDuplicates fails the test if two executors of one spark-exec-id
 // were ever alive at once.
 func (tr *execTracker) checkNoDuplicates(t *testing.T) {
@@ -193,6 +213,17 @@ func (tr *execTracker) checkNoDuplicates(t *testing.T) {
 	for _, d := range tr.dupes {
 		t.Errorf("duplicate executors alive at once: %s", d)
 	}
+}
+
+// run starts the job in a namespace of the test's own, tracking its
+// executors, and returns once the driver's Spark container runs.
+func (j sleepy) run(t *testing.T, d spark.Dist) (ns string, execs *execTracker, appID string) {
+	t.Helper()
+	ns = namespace(t)
+	execs = trackExecutors(t, ns)
+	j.start(t, ns, d)
+	running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
+	return ns, execs, running.Labels[patches.LabelAppID]
 }
 
 // waitFor polls cond, about the job in ns, until it holds or timeout passes.

@@ -22,7 +22,7 @@ func TestSparkPi(t *testing.T) {
 	for _, d := range dists {
 		t.Run(d.Version, func(t *testing.T) {
 			ns := namespace(t)
-			execs := watchExecutors(t, ns)
+			execs := trackExecutors(t, ns)
 			start := time.Now()
 			kubectl(t, example(t, "spark-pi-pod.yaml", d), "apply", "-n", ns, "-f", "-")
 
