@@ -68,6 +68,14 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		// limits, so the JVM may ask in larger batches than Spark's 5 (3.5)
 		// or 10 (4.0) per second.
 		"spark.kubernetes.allocation.batch.size": strconv.Itoa(DefaultAllocationBatchSize),
+		// Spark's 30 s poll replaces its whole executor snapshot with a
+		// LIST, undoing watch updates that arrived while the LIST was in
+		// flight (replaceSnapshot in ExecutorPodsSnapshotsStoreImpl.scala,
+		// 3.5.9 to 4.3.0); the allocator then counts those executors
+		// missing and creates more. The sidecar's watch never drops and
+		// resumes with what was missed, deletions included, so the poll
+		// only adds that race.
+		"spark.kubernetes.executor.enableApiPolling": "false",
 	}
 	if max := p.pol.Limits.MaxExecutors; max > 0 {
 		conf["spark.dynamicAllocation.maxExecutors"] = strconv.Itoa(max)

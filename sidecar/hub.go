@@ -1,6 +1,8 @@
 package sidecar
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -19,6 +21,9 @@ type event struct {
 // hub fans the informer's events out to the JVM's watches and keeps the
 // most recent ones, so a watch that resumes from a resourceVersion gets
 // what it missed instead of a 410, which fabric8 would never recover from.
+// It also keeps the last state of deleted pods (tombstones), so a watch
+// resuming from before what the ring holds still learns of the deletions
+// it missed: with API polling off, Spark has no other way to.
 type hub struct {
 	mu     sync.Mutex
 	recent []event // ring, oldest first
@@ -27,9 +32,15 @@ type hub struct {
 	latest uint64
 	// dropped is set once the ring has discarded events.
 	dropped bool
+	// tombs holds the newest deletions by pod name, at most max of them;
+	// tombOrder is their names, oldest first.
+	tombs     map[string]event
+	tombOrder []string
 }
 
-func newHub(max int) *hub { return &hub{max: max, subs: map[chan event]struct{}{}} }
+func newHub(max int) *hub {
+	return &hub{max: max, subs: map[chan event]struct{}{}, tombs: map[string]event{}}
+}
 
 func rvOf(p *corev1.Pod) uint64 {
 	n, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
@@ -61,6 +72,7 @@ func (h *hub) publish(t watch.EventType, obj any) {
 	if e.rv > h.latest {
 		h.latest = e.rv
 	}
+	h.remember(e)
 	h.recent = append(h.recent, e)
 	if len(h.recent) > h.max {
 		h.recent = h.recent[len(h.recent)-h.max:]
@@ -78,9 +90,32 @@ func (h *hub) publish(t watch.EventType, obj any) {
 	}
 }
 
+// remember keeps a deletion as a tombstone and forgets the tombstone of a
+// name that comes back. Called with mu held.
+func (h *hub) remember(e event) {
+	name := e.Pod.Name
+	switch e.Type {
+	case watch.Deleted:
+		if _, ok := h.tombs[name]; !ok {
+			h.tombOrder = append(h.tombOrder, name)
+		}
+		h.tombs[name] = e
+		for len(h.tombOrder) > h.max {
+			delete(h.tombs, h.tombOrder[0])
+			h.tombOrder = h.tombOrder[1:]
+		}
+	case watch.Added:
+		if _, ok := h.tombs[name]; ok {
+			delete(h.tombs, name)
+			h.tombOrder = slices.DeleteFunc(h.tombOrder, func(n string) bool { return n == name })
+		}
+	}
+}
+
 // subscribe returns a channel of new events and, when since is a version
 // the hub still holds, the events after it (replay=true). Otherwise the
-// caller starts from the current state.
+// caller starts from the current state, after the deletions since then
+// (missed holds their tombstones, oldest first).
 func (h *hub) subscribe(since uint64) (ch chan event, missed []event, replay bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -96,7 +131,14 @@ func (h *hub) subscribe(since uint64) (ch chan event, missed []event, replay boo
 		return ch, nil, true
 	}
 	if h.dropped && (len(h.recent) == 0 || h.recent[0].rv > since) {
-		return ch, nil, false // older than what we keep: start from the current state
+		// Older than what we keep: the deletions since, then the current state.
+		for _, name := range h.tombOrder {
+			if e := h.tombs[name]; e.rv > since {
+				missed = append(missed, e)
+			}
+		}
+		slices.SortFunc(missed, func(a, b event) int { return cmp.Compare(a.rv, b.rv) })
+		return ch, missed, false
 	}
 	for _, e := range h.recent {
 		if e.rv > since {

@@ -49,16 +49,19 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 			}
 			return send(encodeEvent(e.Type, e.Pod))
 		}
+		// missed comes first: when replay is false it holds the deletions
+		// since the client's version, which must not be skipped as older
+		// than the current state.
+		for _, e := range missed {
+			if emit(e) != nil {
+				return
+			}
+		}
 		if !replay {
 			for _, p := range src.list(sel).Items {
 				if err := emit(event{Type: watch.Added, Pod: &p, rv: rvOf(&p)}); err != nil {
 					return
 				}
-			}
-		}
-		for _, e := range missed {
-			if emit(e) != nil {
-				return
 			}
 		}
 		tick := time.NewTicker(bookmarkEvery)

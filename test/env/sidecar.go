@@ -159,8 +159,8 @@ func (s *Sidecar) PID() int {
 
 // EmulatorConfig is the JVM's configuration as the pod's injected conf
 // says, pointed at this sidecar with the token the JVM reads: namespace,
-// application id, executor image and allocation batch size. The driver pod
-// name is the pod's own, which the conf takes from ${env:SPARKLET_POD_NAME}.
+// application id, executor image, allocation batch size and API polling.
+// The driver pod name is the pod's own, which the conf takes from ${env:SPARKLET_POD_NAME}.
 // The rest are Spark's defaults for mode; Start the sidecar first.
 func (s *Sidecar) EmulatorConfig(mode emulator.Mode) (emulator.Config, error) {
 	cfg := emulator.NewConfig(mode)
@@ -180,6 +180,11 @@ func (s *Sidecar) EmulatorConfig(mode emulator.Mode) (emulator.Config, error) {
 	cfg.ExecutorImage = conf["spark.kubernetes.executor.container.image"]
 	if cfg.ExecutorImage == "" {
 		cfg.ExecutorImage = conf["spark.kubernetes.container.image"]
+	}
+	if v, ok := conf["spark.kubernetes.executor.enableApiPolling"]; ok {
+		if cfg.EnablePolling, err = strconv.ParseBool(v); err != nil {
+			return cfg, fmt.Errorf("spark.kubernetes.executor.enableApiPolling %q: %w", v, err)
+		}
 	}
 	if v, ok := conf["spark.kubernetes.allocation.batch.size"]; ok {
 		if cfg.BatchSize, err = strconv.Atoi(v); err != nil {
