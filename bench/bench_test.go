@@ -9,6 +9,7 @@ import (
 func TestParseAndQuantile(t *testing.T) {
 	text := `# HELP x
 apiserver_request_total{code="201",component="apiserver",resource="pods",subresource="",verb="POST"} 10
+apiserver_request_total{code="404",component="apiserver",resource="pods",subresource="",verb="DELETE"} 125
 apiserver_request_total{code="200",component="apiserver",resource="pods",subresource="status",verb="PATCH"} 7
 apiserver_request_total{code="200",component="apiserver",resource="configmaps",subresource="",verb="LIST"} 3
 apiserver_request_duration_seconds_bucket{resource="pods",verb="POST",le="0.01"} 50
@@ -19,7 +20,7 @@ apiserver_request_duration_seconds_bucket{resource="pods",verb="WATCH",le="+Inf"
 `
 	ms := parseMetrics(text)
 	if got := requestsByVerb(ms, "pods"); len(got) != 1 || got["POST"] != 10 {
-		t.Errorf("pod requests = %v, want POST 10 only", got)
+		t.Errorf("pod requests = %v, want POST 10 only (a 404 is not counted)", got)
 	}
 	if got := requestsByVerb(ms, ""); got["PATCH"] != 7 || got["LIST"] != 3 {
 		t.Errorf("all requests = %v", got)

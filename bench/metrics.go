@@ -60,11 +60,16 @@ func parseMetrics(text string) []sample {
 }
 
 // requestsByVerb sums apiserver_request_total by verb, for pods only
-// (subresources excluded) or, with resource "", for everything.
+// (subresources excluded) or, with resource "", for everything. Answers
+// 404 are left out: they are kwok's late deletes of pods already gone,
+// not work any contender asked for.
 func requestsByVerb(ms []sample, resource string) map[string]float64 {
 	out := map[string]float64{}
 	for _, s := range ms {
 		if s.name != "apiserver_request_total" || (resource != "" && (s.labels["resource"] != resource || s.labels["subresource"] != "")) {
+			continue
+		}
+		if s.labels["code"] == "404" {
 			continue
 		}
 		out[s.labels["verb"]] += s.value
