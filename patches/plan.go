@@ -17,6 +17,7 @@ type plan struct {
 	confText string            // conf rendered for the annotation the JVM reads
 	fetch    []spec.Entry      // the remote dependencies; nil when none
 	appID    string
+	warnings []string // for the user, as admission warnings
 }
 
 // container is the pod's Spark container.
