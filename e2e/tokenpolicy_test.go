@@ -169,23 +169,32 @@ func TestDriverTokenPolicy(t *testing.T) {
 		requireInjected(t, created)
 		injected = created
 	})
-	t.Run("ephemeral container with the token is refused", func(t *testing.T) {
-		if injected == nil {
-			t.Skip("no injected pod")
-		}
-		// Retried while kwok and the scheduler update the pod.
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			p, err := pods.Get(ctx, injected.Name, metav1.GetOptions{})
-			if err != nil {
-				return err
+	for _, tc := range []struct {
+		name, want, target string
+		debug              corev1.EphemeralContainerCommon
+	}{
+		{"ephemeral container with the token is refused", "debugger can read the token", "",
+			corev1.EphemeralContainerCommon{Name: "debugger", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: patches.VolumeToken, MountPath: "/token"}}}},
+		{"ephemeral container in the sidecar's processes is refused", "process namespace shared with the sparklet sidecar", patches.SidecarName,
+			corev1.EphemeralContainerCommon{Name: "peeker", Image: "busybox"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if injected == nil {
+				t.Skip("no injected pod")
 			}
-			p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-				Name: "debugger", Image: "busybox", VolumeMounts: []corev1.VolumeMount{{Name: patches.VolumeToken, MountPath: "/token"}}}})
-			_, err = pods.UpdateEphemeralContainers(ctx, p.Name, p, metav1.UpdateOptions{})
-			return err
+			// Retried while kwok and the scheduler update the pod.
+			err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				p, err := pods.Get(ctx, injected.Name, metav1.GetOptions{})
+				if err != nil {
+					return err
+				}
+				p.Spec.EphemeralContainers = append(p.Spec.EphemeralContainers, corev1.EphemeralContainer{EphemeralContainerCommon: tc.debug, TargetContainerName: tc.target})
+				_, err = pods.UpdateEphemeralContainers(ctx, p.Name, p, metav1.UpdateOptions{})
+				return err
+			})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a refusal saying %q", err, tc.want)
+			}
 		})
-		if err == nil || !strings.Contains(err.Error(), "debugger can read the token") {
-			t.Fatalf("err = %v, want the debug container refused", err)
-		}
-	})
+	}
 }

@@ -11,12 +11,17 @@ import (
 )
 
 // refuseTokens refuses a pod in which a container other than the sidecar
-// holds a Kubernetes credential of its own making: a serviceAccountToken
+// holds or can reach a Kubernetes credential: a shared process namespace
+// (the sidecar's files under /proc/<pid>/root), a serviceAccountToken
 // projection, a Secret that looks like a service-account token, or anything
 // mounted at the service-account path. The Spark container never may;
 // the policy's tokenContainers may. The token volume the API server added
 // (kube-api-access-*) is not refused: isolateServiceAccount takes it away.
 func refuseTokens(pod *corev1.Pod, p *plan) error {
+	if s := pod.Spec.ShareProcessNamespace; s != nil && *s {
+		return &Refused{Reason: "service_account_token", Message: "spec.shareProcessNamespace: true is not allowed for Spark drivers: " +
+			"every container could read the sidecar's service-account token through /proc; remove shareProcessNamespace"}
+	}
 	spark := p.container(pod).Name
 	for _, name := range p.pol.TokenContainers {
 		if name == spark {

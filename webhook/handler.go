@@ -126,7 +126,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
-		h.metrics.admissions.WithLabelValues("skipped", "not a pod create").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", "not_pod_create").Inc()
 		log.Info("skipped: not a pod create")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
@@ -161,7 +161,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.WithField("reason", res.Skipped.Reason).Info("skipped: " + res.Skipped.Message)
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	case len(ops) == 0:
-		h.metrics.admissions.WithLabelValues("skipped", "already injected").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", "already_injected").Inc()
 		log.Info("skipped: already injected")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	}
