@@ -35,18 +35,18 @@ func checkAnnotations(pod *corev1.Pod) error {
 			continue
 		}
 		if _, ok := knownAnnotations[k]; !ok {
-			return &Refused{Reason: "unknown_annotation", Message: fmt.Sprintf(
+			return &Refused{Reason: "unknown-annotation", Message: fmt.Sprintf(
 				"annotation %s is not a sparklet annotation; the known ones are %s; fix or remove it",
 				k, strings.Join(slices.Sorted(maps.Keys(knownAnnotations)), ", "))}
 		}
 	}
 	if v, ok := pod.Annotations[AnnotationInject]; ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
-		return &Refused{Reason: "bad_annotation", Message: fmt.Sprintf(
+		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
 			"annotation %s: %q is not valid; write %s (\"false\" opts the pod out of sparklet)",
 			AnnotationInject, v, knownAnnotations[AnnotationInject])}
 	}
 	if v, ok := pod.Annotations[AnnotationContainer]; ok && strings.TrimSpace(v) == "" {
-		return &Refused{Reason: "bad_annotation", Message: fmt.Sprintf(
+		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
 			"annotation %s is empty; write %s, or remove it", AnnotationContainer, knownAnnotations[AnnotationContainer])}
 	}
 	return nil

@@ -25,6 +25,3 @@ const (
 	SkipLaunchedBySparkOperator = "launched_by_spark_operator"
 	SkipSparkSubmitClusterMode  = "spark_submit_cluster_mode"
 )
-
-// warn records a warning for the user.
-func (p *plan) warn(msg string) { p.warnings = append(p.warnings, msg) }

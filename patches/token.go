@@ -19,7 +19,7 @@ import (
 // (kube-api-access-*) is not refused: isolateServiceAccount takes it away.
 func refuseTokens(pod *corev1.Pod, p *plan) error {
 	if s := pod.Spec.ShareProcessNamespace; s != nil && *s {
-		return &Refused{Reason: "service_account_token", Message: "spec.shareProcessNamespace: true is not allowed for Spark drivers: " +
+		return &Refused{Reason: "service-account-token", Message: "spec.shareProcessNamespace: true is not allowed for Spark drivers: " +
 			"every container could read the sidecar's service-account token through /proc; remove shareProcessNamespace"}
 	}
 	spark := p.container(pod).Name
@@ -50,23 +50,23 @@ func refuseTokens(pod *corev1.Pod, p *plan) error {
 					continue
 				}
 				if what := tokenSource(v, tokenSecret); ok && what != "" {
-					return &Refused{Reason: "service_account_token", Message: fmt.Sprintf(
+					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
 						"container %q mounts volume %q (%s) at %s: %s", c.Name, m.Name, what, m.MountPath, fix)}
 				}
 				if underServiceAccountPath(m.MountPath) {
-					return &Refused{Reason: "service_account_token", Message: fmt.Sprintf(
+					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
 						"container %q mounts volume %q at %s, the service-account token's path: %s", c.Name, m.Name, m.MountPath, fix)}
 				}
 			}
 			for _, e := range c.Env {
 				if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil && tokenSecret.MatchString(e.ValueFrom.SecretKeyRef.Name) {
-					return &Refused{Reason: "service_account_token", Message: fmt.Sprintf(
+					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
 						"container %q env %s reads Secret %q, a service-account token: %s", c.Name, e.Name, e.ValueFrom.SecretKeyRef.Name, fix)}
 				}
 			}
 			for _, from := range c.EnvFrom {
 				if from.SecretRef != nil && tokenSecret.MatchString(from.SecretRef.Name) {
-					return &Refused{Reason: "service_account_token", Message: fmt.Sprintf(
+					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
 						"container %q envFrom reads Secret %q, a service-account token: %s", c.Name, from.SecretRef.Name, fix)}
 				}
 			}
