@@ -1,6 +1,8 @@
 package charts
 
 import (
+	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -89,4 +91,17 @@ func TestDriverTokenPolicy(t *testing.T) {
 	if _, _, ok := tokenPolicy(t, "no-token-policy.yaml"); ok {
 		t.Error("driver.tokenPolicy.enabled=false still renders the policy")
 	}
+}
+
+// TestDriverTokenPolicyNeedsKubernetes130 renders for a 1.29 cluster: the
+// policy's API is not there, and the error names the value to change.
+func TestDriverTokenPolicyNeedsKubernetes130(t *testing.T) {
+	args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", "1.29.4"}
+	cmd := exec.Command(helm(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "driver.tokenPolicy.enabled needs Kubernetes 1.30 or later") {
+		t.Errorf("helm template for 1.29: err %v, output:\n%s", err, out)
+	}
+	run(t, helm(t), append(args, "-f", filepath.Join("testdata", "no-token-policy.yaml"))...)
 }
