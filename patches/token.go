@@ -45,6 +45,12 @@ func refuseTokens(pod *corev1.Pod, p *plan) error {
 					"remove it, or ask your platform team to list the container in tokenContainers"
 			}
 			for _, m := range c.VolumeMounts {
+				// The sidecar's token volume does not exist before injection,
+				// but a mount of it would be valid after.
+				if m.Name == VolumeToken {
+					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
+						"container %q mounts volume %q, the sparklet sidecar's token: %s", c.Name, m.Name, fix)}
+				}
 				v, ok := vols[m.Name]
 				if ok && isAutoToken(v) {
 					continue
