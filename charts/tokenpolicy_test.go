@@ -58,11 +58,11 @@ func TestDriverTokenPolicy(t *testing.T) {
 		values      []string
 		want, avoid []string
 	}{
-		{nil, []string{`in ["spark-driver"]`, `!(c.name in ["sparklet-sidecar"])`, `c.image == "ghcr.io/sparklet/sparklet:0.1.0"`,
+		{nil, []string{`in ["spark-driver"]`, `!(c.name in [])`, `c.image == "ghcr.io/sparklet/sparklet:0.1.0"`,
 			`namespaceObject.metadata.?labels.orValue({})[?'sparklet.io/inject'].orValue('') == 'enabled'`}, []string{"tokenContainers ("}},
 		{[]string{"custom-policy.yaml"}, []string{`in ["custom-driver","spark-driver"]`, `c.image == "registry.example.com/sparklet:1.2.3"`}, nil},
 		{[]string{"namespace-list.yaml"}, []string{`in ["spark-driver"]`}, []string{"namespaceObject"}},
-		{[]string{"token-containers.yaml"}, []string{`in ["etl-driver","spark-driver"]`, `!(c.name in ["sparklet-sidecar","init","wait"])`,
+		{[]string{"token-containers.yaml"}, []string{`in ["etl-driver","spark-driver"]`, `!(c.name in ["init","wait"])`,
 			"policy tokenContainers (init, wait)"}, nil},
 	} {
 		pods, secrets, ok := tokenPolicy(t, tc.values...)

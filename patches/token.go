@@ -34,9 +34,11 @@ func refuseTokens(pod *corev1.Pod, p *plan) error {
 		vols[v.Name] = v
 	}
 	tokenSecret := tokenSecretPattern(pod, p)
-	for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+	for i, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
-			if c.Name == SidecarName || (c.Name != spark && slices.Contains(p.pol.TokenContainers, c.Name)) {
+			// The sidecar is an init container; a regular container of its
+			// name is the user's.
+			if (i == 0 && c.Name == SidecarName) || (c.Name != spark && slices.Contains(p.pol.TokenContainers, c.Name)) {
 				continue
 			}
 			fix := "only the sparklet sidecar may hold a Kubernetes credential, and the Spark container never does; remove it"
