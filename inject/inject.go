@@ -104,16 +104,16 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	skipped := ""
+	var res patches.Result
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
+		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	if skipped != "" || len(ops) == 0 {
+	if res.Skipped != nil || len(ops) == 0 {
 		return doc, nil
 	}
 	patchJSON, err := json.Marshal(ops)

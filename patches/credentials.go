@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,35 +45,59 @@ func addCredentials(pod *corev1.Pod, p *plan, done *Status) error {
 }
 
 // isolateServiceAccount turns the pod-wide token off: only the sidecar gets
-// a Kubernetes credential. The API server's ServiceAccount admission plugin
-// runs before mutating webhooks, so the pod usually arrives with its
-// kube-api-access-* token volume mounted into every container; that volume
-// and its mounts are removed and recorded in the status.
-func isolateServiceAccount(pod *corev1.Pod, _ *plan, done *Status) error {
+// a Kubernetes credential, and the containers the policy names in
+// tokenContainers keep the pod's. The API server's ServiceAccount admission
+// plugin runs before mutating webhooks, so the pod usually arrives with its
+// kube-api-access-* token volume mounted into every container; its mounts
+// are removed from every other container, the volume too when no container
+// keeps it, and what was removed is recorded in the status.
+func isolateServiceAccount(pod *corev1.Pod, p *plan, done *Status) error {
 	off := false
 	pod.Spec.AutomountServiceAccountToken = &off
 	if pod.Spec.ServiceAccountName == "" {
 		pod.Spec.ServiceAccountName = "default"
 	}
+	spark := p.container(pod).Name
+	keeps := func(c corev1.Container) bool {
+		return c.Name != spark && slices.Contains(p.pol.TokenContainers, c.Name)
+	}
 	var removed []string
 	vols := pod.Spec.Volumes[:0]
 	for _, v := range pod.Spec.Volumes {
-		if isAutoToken(v) {
+		kept := false
+		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
+			for i := range list {
+				if !isAutoToken(v) {
+					continue
+				}
+				if keeps(list[i]) && mountsVolume(list[i].VolumeMounts, v.Name) {
+					kept = true
+					if !slices.Contains(done.TokenContainers, list[i].Name) {
+						done.TokenContainers = append(done.TokenContainers, list[i].Name)
+					}
+					continue
+				}
+				list[i].VolumeMounts = dropMount(list[i].VolumeMounts, v.Name)
+			}
+		}
+		if isAutoToken(v) && !kept {
 			removed = append(removed, v.Name)
 			continue
 		}
 		vols = append(vols, v)
 	}
 	pod.Spec.Volumes = vols
-	for _, name := range removed {
-		for _, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
-			for i := range list {
-				list[i].VolumeMounts = dropMount(list[i].VolumeMounts, name)
-			}
-		}
-	}
 	done.RemovedVolumes = append(done.RemovedVolumes, removed...)
 	return nil
+}
+
+func mountsVolume(mounts []corev1.VolumeMount, name string) bool {
+	for _, m := range mounts {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // isAutoToken recognises the token volume the ServiceAccount admission

@@ -2,7 +2,6 @@ package patches
 
 import (
 	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -30,6 +29,8 @@ var (
 		{"spark container", findSparkContainer},
 		{"host network", refuseHostNetwork},
 		{"reserved names", refuseReservedNames},
+		{"service account token", refuseTokens},
+		{"annotations written by sparklet", warnWrittenBySparklet},
 		{"spark conf", layerConf},
 		{"limits", checkLimits},
 		{"images", checkImages},
@@ -62,19 +63,28 @@ type StepError struct {
 func (e *StepError) Error() string { return e.Err.Error() }
 func (e *StepError) Unwrap() error { return e.Err }
 
-// Driver patches pod in place. It returns a non-empty skip reason when the
-// pod is left alone (not a driver, opted out), a *Refused when policy forbids
-// the pod, or another error for input it cannot handle. Errors from a check
-// or step are a *StepError.
-func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
+// Driver patches pod in place. Its Result says when the pod is left alone
+// (not a driver, opted out, launched by another system) and what the user
+// should be warned of. It returns a *Refused when policy forbids the pod,
+// or another error for input it cannot handle. Errors from a check or
+// step are a *StepError.
+func Driver(pod *corev1.Pod, in Input) (Result, error) {
 	if pod.Labels[LabelRole] != "driver" {
-		return "not labelled spark-role=driver", nil
+		return Result{Skipped: &Skip{Reason: SkipNotDriver, Message: "not labelled spark-role=driver"}}, nil
 	}
-	if v, ok := pod.Annotations[AnnotationInject]; ok && strings.EqualFold(v, "false") {
-		return "opted out with annotation " + AnnotationInject + `: "false"`, nil
+	if skip := launchedElsewhere(pod); skip != nil {
+		return Result{Skipped: skip, Warnings: append([]string{skip.Message},
+			ignoredAnnotations(pod, "another system launched the pod")...)}, nil
+	}
+	if err := checkAnnotations(pod); err != nil {
+		return Result{}, &StepError{Step: "annotations", Err: err}
+	}
+	if optedOut(pod) {
+		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + AnnotationInject + `: "false"`},
+			Warnings: ignoredAnnotations(pod, "the pod opts out with "+AnnotationInject+`: "false"`)}, nil
 	}
 	if in.Policy == nil {
-		return "", fmt.Errorf("no policy")
+		return Result{}, fmt.Errorf("no policy")
 	}
 	ns := in.Namespace
 	if ns == "" {
@@ -87,14 +97,14 @@ func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
 	p := &plan{in: in, pol: in.Policy}
 	for _, c := range driverChecks {
 		if err := c.run(pod, p); err != nil {
-			return "", &StepError{Step: c.name, Err: err}
+			return Result{Warnings: p.warnings}, &StepError{Step: c.name, Err: err}
 		}
 	}
 	var done Status
 	for _, s := range driverSteps {
 		if err := s.run(pod, p, &done); err != nil {
-			return "", &StepError{Step: s.name, Err: err}
+			return Result{Warnings: p.warnings}, &StepError{Step: s.name, Err: err}
 		}
 	}
-	return "", nil
+	return Result{Warnings: p.warnings}, nil
 }

@@ -49,7 +49,11 @@ func driverPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 
 func inject(t *testing.T, pod *corev1.Pod, pol *policy.Effective) (string, error) {
 	t.Helper()
-	return Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	res, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	if res.Skipped != nil {
+		return res.Skipped.Reason, err
+	}
+	return "", err
 }
 
 func TestDriverInjects(t *testing.T) {
@@ -183,8 +187,8 @@ func TestDriverRefusals(t *testing.T) {
 		{"master in args", "reserved-key", "--master", driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Args = append([]string{"--master", "local[*]"}, p.Spec.Containers[0].Args...)
 		})},
-		{"two containers", "no-spark-container", `["main", "sidecar"]`, driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Name = "main"
+		{"two containers", "no-spark-container", `["app", "sidecar"]`, driverPod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Name = "app"
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
 		})},
 		{"conf dir", "spark-conf-dir", "SPARK_CONF_DIR", driverPod(func(p *corev1.Pod) {

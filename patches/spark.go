@@ -11,8 +11,10 @@ import (
 	"github.com/sparklet/sparklet/policy"
 )
 
-// sparkContainerNames are the names that mark the Spark container, in order.
-var sparkContainerNames = []string{"spark-kubernetes-driver", "driver", "spark"}
+// sparkContainerNames are the names that mark the Spark container, in
+// order: Spark's own (BasicDriverFeatureStep), the usual ones, Airflow's
+// KubernetesPodOperator's "base" and Argo Workflows' "main".
+var sparkContainerNames = []string{"spark-kubernetes-driver", "driver", "spark", "base", "main"}
 
 func findSparkContainer(pod *corev1.Pod, p *plan) error {
 	i, err := findContainer(pod, sparkContainerNames)

@@ -19,6 +19,9 @@ type Status struct {
 	// RemovedVolumes are service-account token volumes sparklet took away
 	// from the pod's own containers.
 	RemovedVolumes []string `json:"removedVolumes,omitempty"`
+	// TokenContainers kept the pod's service-account token, as the
+	// policy's tokenContainers asked.
+	TokenContainers []string `json:"tokenContainers,omitempty"`
 }
 
 // annotate records the effective configuration, which the JVM reads through

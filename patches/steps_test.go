@@ -36,7 +36,7 @@ func TestRefusalNamesItsStep(t *testing.T) {
 	}{
 		{"spark container", driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "other", Image: "busybox"})
-			p.Spec.Containers[0].Name = "main"
+			p.Spec.Containers[0].Name = "app"
 		})},
 		{"host network", driverPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
 		{"reserved names", driverPod(func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: "sparklet-mine"}} })},

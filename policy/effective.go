@@ -34,6 +34,8 @@ type Effective struct {
 	// Fetch holds the cluster fetch policy and, when set, the namespace's;
 	// an entry must pass every one.
 	Fetch []spec.Policy `json:"fetch,omitempty"`
+	// TokenContainers keep the pod's service-account token.
+	TokenContainers []string `json:"tokenContainers,omitempty"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -59,6 +61,7 @@ func (p *Policy) For(namespace string) *Effective {
 		LocalDirs:       p.LocalDirs,
 		HadoopConfigMap: p.HadoopConfigMap,
 		Fetch:           []spec.Policy{p.Fetch},
+		TokenContainers: p.TokenContainers,
 	}
 	if len(p.AllowedImages) > 0 {
 		e.AllowedImages = append(e.AllowedImages, p.AllowedImages)

@@ -36,6 +36,11 @@ type Policy struct {
 	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
 	// Fetch restricts the remote dependencies a pod may ask for.
 	Fetch spec.Policy `json:"fetch,omitempty"`
+	// TokenContainers names the containers of a driver pod (init or
+	// regular) that keep the pod's service-account token, such as Argo
+	// Workflows' init and wait. Every other container loses it, and the
+	// Spark container never has it.
+	TokenContainers []string `json:"tokenContainers,omitempty"`
 }
 
 // SparkConf holds Spark properties. Defaults yield to the namespace and the

@@ -39,6 +39,7 @@ func (p *Policy) Validate() error {
 	v.limits("limits", p.Limits)
 	v.images("allowedImages", p.AllowedImages)
 	v.sidecar("sidecar", p.Sidecar)
+	v.tokenContainers("tokenContainers", p.TokenContainers)
 	if p.LocalDirs.Count < 0 || p.LocalDirs.Count > 16 {
 		v.add("localDirs.count", "must be between 0 and 16, got %d", p.LocalDirs.Count)
 	}
@@ -289,5 +290,19 @@ func (v *validator) sidecar(at string, s Sidecar) {
 func (v *validator) dnsSubdomain(at, name string) {
 	for _, msg := range validation.IsDNS1123Subdomain(name) {
 		v.add(at, "%q: %s", name, msg)
+	}
+}
+
+// tokenContainers checks the names of the containers that keep the pod's
+// service-account token: container names, never sparklet's own.
+func (v *validator) tokenContainers(at string, names []string) {
+	for i, n := range names {
+		field := fmt.Sprintf("%s[%d]", at, i)
+		for _, msg := range validation.IsDNS1123Label(n) {
+			v.add(field, "not a container name: %s", msg)
+		}
+		if n == "sparklet-sidecar" || n == "sparklet-init" {
+			v.add(field, "%q is sparklet's own container; list only the pod's containers that need the token, such as Argo's init and wait", n)
+		}
 	}
 }

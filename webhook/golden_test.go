@@ -29,7 +29,13 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 func testHandler(t testing.TB) *Handler {
 	t.Helper()
-	data, err := os.ReadFile("testdata/policy.yaml")
+	return policyHandler(t, "testdata/policy.yaml")
+}
+
+// policyHandler is a Handler with the policy in file.
+func policyHandler(t testing.TB, file string) *Handler {
+	t.Helper()
+	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,12 +80,20 @@ func call(t testing.TB, h http.Handler, body []byte) admissionv1.AdmissionReview
 // refusal message.
 func admitPod(t testing.TB, h http.Handler, raw []byte) (result []byte, refused string) {
 	t.Helper()
+	result, refused, _ = admitWithWarnings(t, h, raw)
+	return result, refused
+}
+
+// admitWithWarnings is admitPod that also returns the admission warnings.
+func admitWithWarnings(t testing.TB, h http.Handler, raw []byte) (result []byte, refused string, warnings []string) {
+	t.Helper()
 	resp := call(t, h, review(raw)).Response
+	warnings = resp.Warnings
 	if !resp.Allowed {
-		return nil, resp.Result.Message
+		return nil, resp.Result.Message, warnings
 	}
 	if len(resp.Patch) == 0 {
-		return raw, ""
+		return raw, "", warnings
 	}
 	p, err := jsonpatch.DecodePatch(resp.Patch)
 	if err != nil {
@@ -89,7 +103,12 @@ func admitPod(t testing.TB, h http.Handler, raw []byte) (result []byte, refused 
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out, ""
+	return out, "", warnings
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func fixturesFS() ([]string, error) { return filepath.Glob("testdata/*.pod.yaml") }
@@ -122,7 +141,13 @@ func TestGolden(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(file), ".pod.yaml")
 		t.Run(name, func(t *testing.T) {
 			in := fixtureJSON(t, file)
-			out, refused := admitPod(t, h, in)
+			h := h
+			// A fixture may come with a policy of its own.
+			if own := "testdata/" + name + ".policy.yaml"; fileExists(own) {
+				h = policyHandler(t, own)
+			}
+			out, refused, warnings := admitWithWarnings(t, h, in)
+			compareWarnings(t, "testdata/"+name+".warnings.txt", warnings)
 			var got []byte
 			golden := "testdata/" + name + ".golden.yaml"
 			if refused != "" {
@@ -138,12 +163,17 @@ func TestGolden(t *testing.T) {
 				t.Errorf("refused = %q; fixtures named refuse-* must be refused and only they", refused)
 			}
 			compareGolden(t, golden, got)
-			if refused == "" && name != "opted-out" {
+			if refused == "" {
 				var pod corev1.Pod
 				if err := json.Unmarshal(out, &pod); err != nil {
 					t.Fatal(err)
 				}
-				if problems := verify.Driver(&pod); len(problems) > 0 {
+				// A pod left alone must come back exactly as it was sent.
+				if _, injected := pod.Annotations[patches.AnnotationStatus]; !injected {
+					if !bytes.Equal(in, out) {
+						t.Errorf("a pod sparklet left alone was changed:\n%s", out)
+					}
+				} else if problems := verify.Driver(&pod); len(problems) > 0 {
 					t.Errorf("injected pod fails verification: %v", problems)
 				}
 			}
@@ -180,6 +210,23 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	conf := admitted.Annotations[patches.AnnotationEffectiveConf]
 	out = bytes.ReplaceAll(out, []byte(id), []byte(goldenAppID))
 	return bytes.ReplaceAll(out, []byte(patches.ConfDigest(conf)), []byte(patches.ConfDigest(strings.ReplaceAll(conf, id, goldenAppID))))
+}
+
+// compareWarnings compares the admission warnings, one a line, with a
+// golden file, which exists exactly when there are warnings.
+func compareWarnings(t *testing.T, path string, warnings []string) {
+	t.Helper()
+	if len(warnings) > 0 {
+		compareGolden(t, path, []byte(strings.Join(warnings, "\n")+"\n"))
+		return
+	}
+	if *update {
+		_ = os.Remove(path)
+		return
+	}
+	if _, err := os.Stat(path); err == nil {
+		t.Errorf("no warnings, but %s expects some (go test ./webhook -update removes it)", path)
+	}
 }
 
 func compareGolden(t *testing.T, path string, got []byte) {

@@ -126,11 +126,11 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
-		h.metrics.admissions.WithLabelValues("skipped", "not a pod create").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", "not_pod_create").Inc()
 		log.Info("skipped: not a pod create")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
-	skipped := ""
+	var res patches.Result
 	var name string
 	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
 		name = pod.Name
@@ -140,7 +140,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log = log.WithField("name", name)
 		log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
+		res, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
 		return err
 	})
 	var refused *patches.Refused
@@ -148,7 +148,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	case errors.As(err, &refused):
 		h.metrics.admissions.WithLabelValues("refused", refused.Reason).Inc()
 		log.WithField("reason", refused.Reason).Info("refused: " + refused.Message)
-		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false, Result: &metav1.Status{
+		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false, Warnings: res.Warnings, Result: &metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
 			Message: refused.Message,
 		}}
@@ -156,14 +156,14 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		h.metrics.admissions.WithLabelValues("error", "bad pod").Inc()
 		log.WithError(err).Info("error")
 		return errorResponse(http.StatusBadRequest, err.Error())
-	case skipped != "":
-		h.metrics.admissions.WithLabelValues("skipped", skipped).Inc()
-		log.Info("skipped: " + skipped)
-		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	case res.Skipped != nil:
+		h.metrics.admissions.WithLabelValues("skipped", res.Skipped.Reason).Inc()
+		log.WithField("reason", res.Skipped.Reason).Info("skipped: " + res.Skipped.Message)
+		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	case len(ops) == 0:
-		h.metrics.admissions.WithLabelValues("skipped", "already injected").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", "already_injected").Inc()
 		log.Info("skipped: already injected")
-		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	}
 	patch, err := json.Marshal(ops)
 	if err != nil {
@@ -174,7 +174,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	log.WithField("ops", len(ops)).Info("injected")
 	log.WithField("patch", string(patch)).Debug("response")
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &pt}
+	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &pt, Warnings: res.Warnings}
 }
 
 func errorResponse(code int32, msg string) *admissionv1.AdmissionResponse {

@@ -41,8 +41,8 @@ echo "api=$(curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/api/v1/n
 	pod.Labels = map[string]string{patches.LabelRole: "driver"}
 	pod.Spec.Containers[0].Name = "spark"
 	pod.Spec.Containers[0].Image = "apache/spark:3.5.1" // a shell, see testImages
-	if skipped, err := patches.Driver(pod, patches.Input{Namespace: namespace, Policy: pol, Version: "test"}); err != nil || skipped != "" {
-		t.Fatalf("patch: %q, %v", skipped, err)
+	if res, err := patches.Driver(pod, patches.Input{Namespace: namespace, Policy: pol, Version: "test"}); err != nil || res.Skipped != nil {
+		t.Fatalf("patch: %+v, %v", res.Skipped, err)
 	}
 	create(ctx, t, pod)
 	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))

@@ -4,6 +4,7 @@ package verify
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -68,7 +69,8 @@ func Driver(pod *corev1.Pod) []string {
 		if c.Name == st.SparkContainer {
 			spark = c
 		}
-		if mountsVolume(*c, patches.VolumeToken) || mountsPath(*c, patches.ServiceAccount) {
+		kept := c.Name != st.SparkContainer && slices.Contains(st.TokenContainers, c.Name)
+		if !kept && (mountsVolume(*c, patches.VolumeToken) || mountsPath(*c, patches.ServiceAccount)) {
 			bad("container %q can read the service-account token", c.Name)
 		}
 	}

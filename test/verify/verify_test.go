@@ -38,8 +38,8 @@ func TestDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := patches.Input{Namespace: "spark-jobs", Policy: p.For("spark-jobs"), Version: "test", AppID: "spark-test"}
-	if skipped, err := patches.Driver(pod, in); err != nil || skipped != "" {
-		t.Fatalf("skipped=%q err=%v", skipped, err)
+	if res, err := patches.Driver(pod, in); err != nil || res.Skipped != nil {
+		t.Fatalf("skipped=%+v err=%v", res.Skipped, err)
 	}
 	if problems := Driver(pod); len(problems) > 0 {
 		t.Errorf("an injected pod failed verification: %v", problems)

@@ -1,0 +1,107 @@
+package charts
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admissionregistration/v1"
+)
+
+// tokenPolicy renders the chart and returns its driver-token policy and
+// binding, and the Secret policy; ok is false when none is rendered.
+func tokenPolicy(t *testing.T, values ...string) (pods, secrets admissionv1.ValidatingAdmissionPolicy, ok bool) {
+	t.Helper()
+	r := render(t, values...)
+	name := release + "-sparklet-driver-token"
+	if _, ok := r.docs["ValidatingAdmissionPolicy//"+name]; !ok {
+		for k := range r.docs {
+			if strings.HasPrefix(k, "ValidatingAdmissionPolicy") {
+				t.Errorf("%v: %s rendered without the pod policy", values, k)
+			}
+		}
+		return pods, secrets, false
+	}
+	r.get(t, "ValidatingAdmissionPolicy//"+name, &pods)
+	r.get(t, "ValidatingAdmissionPolicy//"+name+"-secret", &secrets)
+	for _, n := range []string{name, name + "-secret"} {
+		var b admissionv1.ValidatingAdmissionPolicyBinding
+		r.get(t, "ValidatingAdmissionPolicyBinding//"+n, &b)
+		if b.Spec.PolicyName != n || len(b.Spec.ValidationActions) != 1 || b.Spec.ValidationActions[0] != admissionv1.Deny {
+			t.Errorf("%v: binding %s = %+v, want policy %s with Deny", values, n, b.Spec, n)
+		}
+	}
+	return pods, secrets, true
+}
+
+func expressions(p admissionv1.ValidatingAdmissionPolicy) string {
+	var b strings.Builder
+	for _, c := range p.Spec.MatchConditions {
+		b.WriteString(c.Expression + "\n")
+	}
+	for _, v := range p.Spec.Variables {
+		b.WriteString(v.Expression + "\n")
+	}
+	for _, v := range p.Spec.Validations {
+		b.WriteString(v.Expression + "\n" + v.Message + "\n" + v.MessageExpression + "\n")
+	}
+	return b.String()
+}
+
+func TestDriverTokenPolicy(t *testing.T) {
+	for _, f := range []string{"token-containers.yaml", "no-token-policy.yaml"} {
+		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
+	}
+	for _, tc := range []struct {
+		values      []string
+		want, avoid []string
+	}{
+		{nil, []string{`in ["spark-driver"]`, `!(c.name in [])`, `c.image == "ghcr.io/sparklet/sparklet:0.1.0"`,
+			`namespaceObject.metadata.?labels.orValue({})[?'sparklet.io/inject'].orValue('') == 'enabled'`}, []string{"tokenContainers ("}},
+		{[]string{"custom-policy.yaml"}, []string{`in ["custom-driver","spark-driver"]`, `c.image == "registry.example.com/sparklet:1.2.3"`}, nil},
+		{[]string{"namespace-list.yaml"}, []string{`in ["spark-driver"]`}, []string{"namespaceObject"}},
+		{[]string{"token-containers.yaml"}, []string{`in ["etl-driver","spark-driver"]`, `!(c.name in ["init","wait"])`,
+			"policy tokenContainers (init, wait)"}, nil},
+	} {
+		pods, secrets, ok := tokenPolicy(t, tc.values...)
+		if !ok {
+			t.Errorf("%v: no driver-token policy rendered", tc.values)
+			continue
+		}
+		got := expressions(pods)
+		for _, w := range tc.want {
+			if !strings.Contains(got, w) {
+				t.Errorf("%v: the pod policy lacks %q:\n%s", tc.values, w, got)
+			}
+		}
+		for _, a := range tc.avoid {
+			if strings.Contains(got, a) {
+				t.Errorf("%v: the pod policy has %q:\n%s", tc.values, a, got)
+			}
+		}
+		if p := pods.Spec.FailurePolicy; p == nil || *p != admissionv1.Fail {
+			t.Errorf("%v: pod policy failurePolicy = %v, want Fail", tc.values, p)
+		}
+		if !strings.Contains(expressions(secrets), strings.SplitN(tc.want[0], " ", 2)[1]) {
+			t.Errorf("%v: the Secret policy does not name the same accounts:\n%s", tc.values, expressions(secrets))
+		}
+	}
+	if _, _, ok := tokenPolicy(t, "no-token-policy.yaml"); ok {
+		t.Error("driver.tokenPolicy.enabled=false still renders the policy")
+	}
+}
+
+// TestDriverTokenPolicyNeedsKubernetes130 renders for a 1.29 cluster: the
+// policy's API is not there, and the error names the value to change.
+func TestDriverTokenPolicyNeedsKubernetes130(t *testing.T) {
+	args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", "1.29.4"}
+	cmd := exec.Command(helm(t), args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "driver.tokenPolicy.enabled needs Kubernetes 1.30 or later") {
+		t.Errorf("helm template for 1.29: err %v, output:\n%s", err, out)
+	}
+	run(t, helm(t), append(args, "-f", filepath.Join("testdata", "no-token-policy.yaml"))...)
+}

@@ -1,0 +1,87 @@
+package patches
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/fetch/spec"
+)
+
+// annotationPrefix is the prefix of the annotations sparklet owns.
+const annotationPrefix = "sparklet.io/"
+
+// knownAnnotations are the sparklet.io/ annotations a pod may carry, each
+// with what it accepts. checkAnnotations refuses any other.
+var knownAnnotations = map[string]string{
+	AnnotationInject:        `"true" or "false"`,
+	AnnotationContainer:     "the name of the Spark container",
+	AnnotationSparkConf:     "Spark properties, one per line",
+	spec.Annotation:         "the remote dependencies, with their sha256",
+	AnnotationEffectiveConf: "written by sparklet",
+	AnnotationStatus:        "written by sparklet",
+}
+
+// checkAnnotations refuses a sparklet.io/ annotation sparklet does not
+// know, and a value it cannot take, so that a typo is never silently
+// ignored. The Spark conf and fetch annotations are checked where they
+// are read.
+func checkAnnotations(pod *corev1.Pod) error {
+	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
+		if !strings.HasPrefix(k, annotationPrefix) {
+			continue
+		}
+		if _, ok := knownAnnotations[k]; !ok {
+			return &Refused{Reason: "unknown-annotation", Message: fmt.Sprintf(
+				"annotation %s is not a sparklet annotation; the known ones are %s; fix or remove it",
+				k, strings.Join(slices.Sorted(maps.Keys(knownAnnotations)), ", "))}
+		}
+	}
+	if v, ok := pod.Annotations[AnnotationInject]; ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
+			"annotation %s: %q is not valid; write %s (\"false\" opts the pod out of sparklet)",
+			AnnotationInject, v, knownAnnotations[AnnotationInject])}
+	}
+	if v, ok := pod.Annotations[AnnotationContainer]; ok && strings.TrimSpace(v) == "" {
+		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
+			"annotation %s is empty; write %s, or remove it", AnnotationContainer, knownAnnotations[AnnotationContainer])}
+	}
+	return nil
+}
+
+// optedOut tells whether the pod opts out with sparklet.io/inject: "false".
+func optedOut(pod *corev1.Pod) bool {
+	v, ok := pod.Annotations[AnnotationInject]
+	return ok && strings.EqualFold(v, "false")
+}
+
+// ignoredAnnotations warns about the sparklet.io/ annotations of a pod that
+// sparklet leaves alone, since none of them takes effect.
+func ignoredAnnotations(pod *corev1.Pod, why string) []string {
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
+		if strings.HasPrefix(k, annotationPrefix) && k != AnnotationInject {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return []string{fmt.Sprintf("sparklet ignored annotation %s: %s", strings.Join(keys, ", "), why)}
+}
+
+// warnWrittenBySparklet warns when a pod that sparklet has not injected yet
+// sets an annotation sparklet writes: its value is replaced.
+func warnWrittenBySparklet(pod *corev1.Pod, p *plan) error {
+	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+		return nil
+	}
+	if _, ok := pod.Annotations[AnnotationEffectiveConf]; ok {
+		p.warn(fmt.Sprintf("sparklet replaced annotation %s, which it writes itself; put your Spark properties in %s",
+			AnnotationEffectiveConf, AnnotationSparkConf))
+	}
+	return nil
+}
