@@ -138,7 +138,9 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 			name = pod.GenerateName
 		}
 		log = log.WithField("name", name)
-		log.WithField("pod", string(req.Object.Raw)).Debug("request")
+		if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			log.WithField("pod", string(req.Object.Raw)).Debug("request")
+		}
 		var err error
 		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
 		return err
@@ -165,14 +167,16 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.Info("skipped: already injected")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
-	patch, err := json.Marshal(ops)
+	patch, err := podpatch.Encode(ops)
 	if err != nil {
 		h.metrics.admissions.WithLabelValues("error", "encode patch").Inc()
 		return errorResponse(http.StatusInternalServerError, "encode patch: "+err.Error())
 	}
 	h.metrics.admissions.WithLabelValues("injected", "").Inc()
 	log.WithField("ops", len(ops)).Info("injected")
-	log.WithField("patch", string(patch)).Debug("response")
+	if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		log.WithField("patch", string(patch)).Debug("response")
+	}
 	pt := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &pt}
 }
