@@ -30,9 +30,10 @@ var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // Handler answers AdmissionReview requests for pods.
 type Handler struct {
-	policy  func() *policy.Policy
-	metrics *metrics
-	log     *logrus.Entry
+	policy    func() *policy.Policy
+	effective effectiveCache
+	metrics   *metrics
+	log       *logrus.Entry
 }
 
 // ServeHTTP checks and decodes the request, calls admit once and always
@@ -141,8 +142,15 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 			log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		}
+		in := patches.Input{Namespace: req.Namespace, Version: version.Version}
+		if pol := h.policy(); pol != nil {
+			var err error
+			if in.Policy, in.PolicyJSON, err = h.effective.get(pol, req.Namespace); err != nil {
+				return err
+			}
+		}
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
+		skipped, err = patches.Driver(pod, in)
 		return err
 	})
 	var refused *patches.Refused
