@@ -38,12 +38,8 @@ func Mutate(raw []byte, mutate func(*corev1.Pod) error) ([]jsonpatch.Operation, 
 	if reflect.DeepEqual(before, &pod) {
 		return nil, nil
 	}
-	sent, err := decode(raw)
-	if err != nil {
-		return nil, fmt.Errorf("decode pod: %w", err)
-	}
 	var d differ
-	if err := d.walk("", sent, true, reflect.ValueOf(before).Elem(), reflect.ValueOf(&pod).Elem()); err != nil {
+	if err := d.walk("", raw, reflect.ValueOf(before).Elem(), reflect.ValueOf(&pod).Elem()); err != nil {
 		return nil, err
 	}
 	return d.ops, nil

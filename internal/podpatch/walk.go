@@ -11,25 +11,25 @@ import (
 )
 
 // walk diffs the typed values o (the pod as decoded) and m (as mutated)
-// against a, the JSON that was sent at path, without encoding what did not
-// change: it descends through structs, pointers and slices of structs as
-// encoding/json lays them out, skips what is deeply equal, and hands the
-// rest to the three-way diff encoded. o and m are addressable and both
-// present in the encoded pod.
-func (d *differ) walk(path string, a any, aOK bool, o, m reflect.Value) error {
+// against a, the JSON that was sent at path (nil when none was), without
+// encoding what did not change: it descends through structs, pointers and
+// slices of structs as encoding/json lays them out, skips what is deeply
+// equal, and hands the rest to the three-way diff encoded. o and m are
+// addressable and both present in the encoded pod.
+func (d *differ) walk(path string, a []byte, o, m reflect.Value) error {
 	t := o.Type()
 	switch {
 	case encodesItself(t):
 	case t.Kind() == reflect.Pointer:
 		if !o.IsNil() && !m.IsNil() {
-			return d.walk(path, a, aOK, o.Elem(), m.Elem())
+			return d.walk(path, a, o.Elem(), m.Elem())
 		}
 	case t.Kind() == reflect.Struct:
-		if obj, ok := a.(map[string]any); ok && aOK {
+		if obj, ok := objectMembers(a); ok {
 			return d.fields(path, obj, o, m)
 		}
 	case t.Kind() == reflect.Slice && descends(t.Elem()):
-		if arr, ok := a.([]any); ok && aOK && !o.IsNil() && !m.IsNil() {
+		if arr, ok := arrayElements(a); ok && !o.IsNil() && !m.IsNil() {
 			return d.elements(path, arr, o, m)
 		}
 	}
@@ -41,23 +41,27 @@ func (d *differ) walk(path string, a any, aOK bool, o, m reflect.Value) error {
 	if err != nil {
 		return err
 	}
-	return d.encoded(path, a, aOK, r, mv)
+	return d.encoded(path, a, r, mv)
 }
 
 // encoded is member for values still encoded, nil when absent: it decodes
 // them only to diff them against a value that was sent. encoding/json
 // writes equal values as equal bytes, and an added value goes into the
 // patch as it is.
-func (d *differ) encoded(path string, a any, aOK bool, r, m []byte) error {
+func (d *differ) encoded(path string, a, r, m []byte) error {
 	switch {
 	case m == nil:
-		d.member(path, a, aOK, nil, r != nil, nil, false)
-	case !aOK:
+		d.member(path, nil, a != nil, nil, r != nil, nil, false)
+	case a == nil:
 		if r == nil || !bytes.Equal(r, m) {
 			d.op("add", path, json.RawMessage(m))
 		}
 	case bytes.Equal(r, m):
 	default:
+		av, err := decode(a)
+		if err != nil {
+			return err
+		}
 		mv, err := decode(m)
 		if err != nil {
 			return err
@@ -68,23 +72,23 @@ func (d *differ) encoded(path string, a any, aOK bool, r, m []byte) error {
 				return err
 			}
 		}
-		d.member(path, a, true, rv, r != nil, mv, true)
+		d.member(path, av, true, rv, r != nil, mv, true)
 	}
 	return nil
 }
 
 // fields diffs the struct fields that changed, as members of obj.
-func (d *differ) fields(path string, obj map[string]any, o, m reflect.Value) error {
+func (d *differ) fields(path string, obj []member, o, m reflect.Value) error {
 	for _, f := range fieldsOf(o.Type()) {
 		fo, fm := o.FieldByIndex(f.index), m.FieldByIndex(f.index)
 		if reflect.DeepEqual(fo.Addr().Interface(), fm.Addr().Interface()) {
 			continue
 		}
 		p := join(path, f.name)
-		a, aOK := obj[f.name]
+		a := lookup(obj, f.name)
 		oOK, mOK := f.present(fo), f.present(fm)
 		if oOK && mOK {
-			if err := d.walk(p, a, aOK, fo, fm); err != nil {
+			if err := d.walk(p, a, fo, fm); err != nil {
 				return err
 			}
 			continue
@@ -101,7 +105,7 @@ func (d *differ) fields(path string, obj map[string]any, o, m reflect.Value) err
 				return err
 			}
 		}
-		if err := d.encoded(p, a, aOK, r, mv); err != nil {
+		if err := d.encoded(p, a, r, mv); err != nil {
 			return err
 		}
 	}
@@ -110,7 +114,7 @@ func (d *differ) fields(path string, obj map[string]any, o, m reflect.Value) err
 
 // elements diffs two slices, element by element where both have one, as
 // three does for arrays.
-func (d *differ) elements(path string, arr []any, o, m reflect.Value) error {
+func (d *differ) elements(path string, arr [][]byte, o, m reflect.Value) error {
 	lo, lm := o.Len(), m.Len()
 	n := min(len(arr), lm)
 	for i := len(arr) - 1; i >= n; i-- {
@@ -130,7 +134,7 @@ func (d *differ) elements(path string, arr []any, o, m reflect.Value) error {
 		if err != nil {
 			return err
 		}
-		if err := d.encoded(index(path, i), nil, false, r, mv); err != nil {
+		if err := d.encoded(index(path, i), nil, r, mv); err != nil {
 			return err
 		}
 	}
@@ -141,7 +145,7 @@ func (d *differ) elements(path string, arr []any, o, m reflect.Value) error {
 			if err != nil {
 				return err
 			}
-			if err := d.encoded(index(path, i), arr[i], true, nil, mv); err != nil {
+			if err := d.encoded(index(path, i), arr[i], nil, mv); err != nil {
 				return err
 			}
 			continue
@@ -149,7 +153,7 @@ func (d *differ) elements(path string, arr []any, o, m reflect.Value) error {
 		if reflect.DeepEqual(ei.Addr().Interface(), em.Addr().Interface()) {
 			continue
 		}
-		if err := d.walk(index(path, i), arr[i], true, ei, em); err != nil {
+		if err := d.walk(index(path, i), arr[i], ei, em); err != nil {
 			return err
 		}
 	}
