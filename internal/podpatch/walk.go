@@ -187,12 +187,19 @@ var (
 	textMarshalerType = reflect.TypeFor[encoding.TextMarshaler]()
 )
 
+var selfEncoding sync.Map // reflect.Type -> bool
+
 // encodesItself reports whether encoding/json hands t to its own
 // MarshalJSON or MarshalText.
 func encodesItself(t reflect.Type) bool {
+	if v, ok := selfEncoding.Load(t); ok {
+		return v.(bool)
+	}
 	pt := reflect.PointerTo(t)
-	return t.Implements(marshalerType) || pt.Implements(marshalerType) ||
+	self := t.Implements(marshalerType) || pt.Implements(marshalerType) ||
 		t.Implements(textMarshalerType) || pt.Implements(textMarshalerType)
+	selfEncoding.Store(t, self)
+	return self
 }
 
 // descends reports whether walk looks inside values of type t.
