@@ -98,7 +98,7 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 	if tm.Kind == "" {
 		tm.Kind = "AdmissionReview"
 	}
-	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: resp})
+	out, err := encodeReview(tm, resp)
 	if err != nil {
 		h.log.WithError(err).Error("encode response")
 		failed := errorResponse(http.StatusInternalServerError, "encode response: "+err.Error())

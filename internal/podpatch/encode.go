@@ -11,7 +11,14 @@ import (
 // Encode writes ops as a JSON patch, as json.Marshal does, without
 // re-encoding the values Mutate already holds encoded.
 func Encode(ops []jsonpatch.Operation) ([]byte, error) {
-	b := make([]byte, 0, 256*len(ops)+2)
+	size := 2
+	for _, op := range ops {
+		size += len(op.Path) + 48
+		if v, ok := op.Value.(json.RawMessage); ok {
+			size += len(v)
+		}
+	}
+	b := make([]byte, 0, size)
 	b = append(b, '[')
 	for i, op := range ops {
 		if i > 0 {

@@ -25,7 +25,8 @@ import (
 //
 // The diff runs once, over what changed: the typed pod is compared with a
 // copy taken before mutate, and only the changed subtrees are encoded and
-// diffed against the request (see differ).
+// diffed against the request (see differ). An unchanged pod is compared
+// field by field and gives no ops.
 func Mutate(raw []byte, mutate func(*corev1.Pod) error) ([]jsonpatch.Operation, error) {
 	var pod corev1.Pod
 	if err := json.Unmarshal(raw, &pod); err != nil {
@@ -34,9 +35,6 @@ func Mutate(raw []byte, mutate func(*corev1.Pod) error) ([]jsonpatch.Operation, 
 	before := pod.DeepCopy()
 	if err := mutate(&pod); err != nil {
 		return nil, err
-	}
-	if reflect.DeepEqual(before, &pod) {
-		return nil, nil
 	}
 	var d differ
 	if err := d.walk("", raw, reflect.ValueOf(before).Elem(), reflect.ValueOf(&pod).Elem()); err != nil {
