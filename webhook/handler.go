@@ -4,6 +4,7 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,7 +72,7 @@ func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.Ad
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return review, errorResponse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		return review, errorResponse(http.StatusBadRequest, "read body: "+err.Error())
 	}
@@ -87,6 +88,17 @@ func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.Ad
 		return review, errorResponse(http.StatusBadRequest, "decode AdmissionReview: "+err.Error())
 	}
 	return review, nil
+}
+
+// readBody reads at most MaxBodyBytes+1 bytes of the body, into a buffer
+// of the announced length when there is one.
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1))
+	return buf.Bytes(), err
 }
 
 // write sends resp in an AdmissionReview. Should encoding fail, it still
