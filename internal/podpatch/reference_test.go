@@ -101,7 +101,7 @@ var mutations = map[string]func(*corev1.Pod) error{
 	},
 }
 
-func fixtures(t *testing.T) map[string][]byte {
+func fixtures(t testing.TB) map[string][]byte {
 	t.Helper()
 	files, err := filepath.Glob("../../webhook/testdata/*.pod.yaml")
 	if err != nil || len(files) == 0 {
@@ -232,4 +232,27 @@ func TestDriverMatchesReference(t *testing.T) {
 			sameOps(t, opStrings(t, ops), reference(t, raw, inject))
 		})
 	}
+}
+
+// FuzzMutateMatchesReference: for any pod JSON, Mutate's ops are the
+// reference's (spacing, escapes, duplicate and differently cased keys,
+// members our types do not know).
+func FuzzMutateMatchesReference(f *testing.F) {
+	for _, raw := range fixtures(f) {
+		f.Add(raw)
+	}
+	f.Add([]byte(`{"Spec":{"containers":[{"name":"c"}]},"spec":{"containers":[{"name":"d","x":[1,"]"]}]} , "metadata" : {"labels":{"a\u002fb":"\"q\""}}}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		var pod corev1.Pod
+		if json.Unmarshal(raw, &pod) != nil || len(pod.Spec.Containers) == 0 {
+			return
+		}
+		for name, mutate := range mutations {
+			ops, err := podpatch.Mutate(raw, mutate)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			sameOps(t, opStrings(t, ops), reference(t, raw, mutate))
+		}
+	})
 }
