@@ -76,6 +76,13 @@ func (o options) runs(section string) bool {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == nullWebhookCommand {
+		if err := nullWebhookMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench null-webhook:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var o options
 	flag.StringVar(&o.bin, "bin", "bin", "sparklet and control-plane binaries")
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "state and logs")
@@ -83,7 +90,7 @@ func main() {
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
 	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
 	flag.DurationVar(&o.steady, "steady", time.Minute, "steady window after each side of the many-drivers comparison")
-	flag.IntVar(&o.admissions, "admissions", 2000, "requests per webhook load level")
+	flag.IntVar(&o.admissions, "admissions", 6000, "requests per webhook load level, to sparklet's webhook and to the null webhook each")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
@@ -227,44 +234,114 @@ func admissionReview(file string) (string, error) {
 func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 128}} //nolint:gosec // loopback load
 	base := "https://" + env.Addr()
+	nullBase, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"))
+	if err != nil {
+		return err
+	}
+	defer stopNull()
 	r.line("## 1. Webhook admission")
 	r.line("")
-	r.line("Driver pods POSTed as AdmissionReviews to `sparklet webhook` over HTTPS on loopback; %d requests per row. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated).", o.admissions)
+	r.line("Driver pods POSTed as AdmissionReviews over HTTPS on loopback to `sparklet webhook` and, side by side in this run, to a null webhook (`bench/nullwebhook.go`: a process of its own with the same certificate that decodes the AdmissionReview and allows it with no patch). %d requests per row and webhook, after a warm-up; the two take turns going first. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated). Ratios are sparklet / null.", o.admissions)
 	r.line("")
 	inProcess(r)
-	r.line("| pod | concurrency | requests/s | client p50 | client p99 | client p99.9 | server p50 | server p99 | server p99.9 |")
-	r.line("|---|---|---|---|---|---|---|---|---|")
+	r.line("| pod | concurrency | null req/s | sparklet req/s | **throughput ratio** | null p50 | sparklet p50 | **p50 ratio** | null p99 | sparklet p99 | **p99 ratio** | sparklet p99.9 | server p50 | server p99 |")
+	r.line("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var large string
+	var verdicts []string
 	for _, pod := range benchPods {
 		review, err := admissionReview(pod.file)
 		if err != nil {
 			return err
 		}
 		large = review
-		for _, conc := range []int{1, 16, 64} {
-			before := admissionBuckets(ctx, client, base)
-			lat, elapsed, err := hammer(ctx, client, base+"/mutate-pods", review, conc, o.admissions)
-			if err != nil {
-				return fmt.Errorf("%s at concurrency %d: %w", pod.name, conc, err)
+		for i, conc := range []int{1, 16, 64} {
+			var null, ours load
+			var before map[float64]float64
+			runs := []func() error{
+				func() (err error) {
+					null, err = measure(ctx, client, nullBase+"/", review, false, conc, o.admissions)
+					return err
+				},
+				func() (err error) {
+					before = admissionBuckets(ctx, client, base)
+					ours, err = measure(ctx, client, base+"/mutate-pods", review, true, conc, o.admissions)
+					return err
+				},
+			}
+			if i%2 == 1 {
+				runs[0], runs[1] = runs[1], runs[0]
+			}
+			for _, run := range runs {
+				if err := run(); err != nil {
+					return fmt.Errorf("%s at concurrency %d: %w", pod.name, conc, err)
+				}
 			}
 			server := diff(admissionBuckets(ctx, client, base), before)
 			sec := func(q float64) time.Duration {
 				return time.Duration(quantile(q, server) * float64(time.Second)).Round(time.Microsecond)
 			}
-			r.line("| %s | %d | %.0f | %s | %s | %s | %s | %s | %s |", pod.name, conc, float64(len(lat))/elapsed.Seconds(),
-				pct(lat, 0.5), pct(lat, 0.99), pct(lat, 0.999), sec(0.5), sec(0.99), sec(0.999))
+			tput, p50, p99 := ours.rate/null.rate, ratio(ours.p(0.5), null.p(0.5)), ratio(ours.p(0.99), null.p(0.99))
+			r.line("| %s | %d | %.0f | %.0f | **%.2f×** | %s | %s | **%.2f×** | %s | %s | **%.2f×** | %s | %s | %s |", pod.name, conc,
+				null.rate, ours.rate, tput, null.p(0.5), ours.p(0.5), p50, null.p(0.99), ours.p(0.99), p99, ours.p(0.999), sec(0.5), sec(0.99))
+			if strings.HasPrefix(pod.name, "examples/") {
+				switch conc {
+				case 1:
+					verdicts = append(verdicts, verdict(fmt.Sprintf("%s at concurrency 1: p50 %.2f× (target at most 2×)", pod.name, p50), p50 <= 2))
+				case 16:
+					verdicts = append(verdicts, verdict(fmt.Sprintf("%s at concurrency 16: throughput %.2f× (target at least 0.6×), p99 %.2f× (target at most 2×)", pod.name, tput, p99), tput >= 0.6 && p99 <= 2))
+				}
+			}
 		}
+	}
+	r.line("")
+	for _, v := range verdicts {
+		r.line("- %s", v)
 	}
 	r.line("")
 	// Profile the webhook under the large pod at concurrency 16.
 	loadCtx, stop := context.WithTimeout(ctx, time.Duration(profileSeconds+2)*time.Second)
 	defer stop()
 	profiled := takeProfiles(ctx, client, base, o.out+"/profiles", "webhook", profileSeconds)
-	if _, _, err := hammer(loadCtx, client, base+"/mutate-pods", large, 16, 0); err != nil {
+	if _, _, err := hammer(loadCtx, client, base+"/mutate-pods", large, true, 16, 0); err != nil {
 		return err
 	}
 	r.profiles(fmt.Sprintf("The webhook admitting the large pod at concurrency 16 for %d s", profileSeconds), profiled())
 	return nil
+}
+
+// load is one measured run of admissions.
+type load struct {
+	lat  []time.Duration // sorted
+	rate float64         // requests per second
+}
+
+func (l load) p(q float64) time.Duration { return pct(l.lat, q) }
+
+// measure warms the webhook at url up with conc connections, then sends
+// it n reviews from conc workers.
+func measure(ctx context.Context, client *http.Client, url, review string, wantPatch bool, conc, n int) (load, error) {
+	if _, _, err := hammer(ctx, client, url, review, wantPatch, conc, max(200, 10*conc)); err != nil {
+		return load{}, fmt.Errorf("warm-up: %w", err)
+	}
+	lat, elapsed, err := hammer(ctx, client, url, review, wantPatch, conc, n)
+	if err != nil {
+		return load{}, err
+	}
+	return load{lat: lat, rate: float64(len(lat)) / elapsed.Seconds()}, nil
+}
+
+func ratio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+func verdict(what string, met bool) string {
+	if met {
+		return what + ": met."
+	}
+	return what + ": **missed**."
 }
 
 // inProcess runs the webhook's Go benchmark (the handler without HTTP or
@@ -298,7 +375,8 @@ func inProcess(r *report) {
 
 // hammer POSTs body to url from conc workers, n times in all, or until
 // ctx ends when n is 0, and returns the sorted client-side latencies.
-func hammer(ctx context.Context, client *http.Client, url, body string, conc, n int) ([]time.Duration, time.Duration, error) {
+// Every answer must allow the pod, with a patch when wantPatch.
+func hammer(ctx context.Context, client *http.Client, url, body string, wantPatch bool, conc, n int) ([]time.Duration, time.Duration, error) {
 	var (
 		mu       sync.Mutex
 		lat      []time.Duration
@@ -320,7 +398,7 @@ func hammer(ctx context.Context, client *http.Client, url, body string, conc, n 
 				next++
 				mu.Unlock()
 				t0 := time.Now()
-				err := admit(ctx, client, url, body)
+				err := admit(ctx, client, url, body, wantPatch)
 				d := time.Since(t0)
 				mu.Lock()
 				if err != nil && ctx.Err() == nil && firstErr == nil {
@@ -338,7 +416,7 @@ func hammer(ctx context.Context, client *http.Client, url, body string, conc, n 
 	return lat, time.Since(start), firstErr
 }
 
-func admit(ctx context.Context, client *http.Client, url, body string) error {
+func admit(ctx context.Context, client *http.Client, url, body string, wantPatch bool) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
 		return err
@@ -351,7 +429,10 @@ func admit(ctx context.Context, client *http.Client, url, body string) error {
 	defer resp.Body.Close()
 	var buf bytes.Buffer
 	_, _ = buf.ReadFrom(resp.Body)
-	if !strings.Contains(buf.String(), `"patch"`) {
+	switch {
+	case !strings.Contains(buf.String(), `"allowed":true`):
+		return fmt.Errorf("not allowed: %s", buf.String())
+	case wantPatch && !strings.Contains(buf.String(), `"patch"`):
 		return fmt.Errorf("no patch in %s", buf.String())
 	}
 	return nil

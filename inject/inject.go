@@ -116,7 +116,7 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 	if res.Skipped != nil || len(ops) == 0 {
 		return doc, nil
 	}
-	patchJSON, err := json.Marshal(ops)
+	patchJSON, err := podpatch.Encode(ops)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,9 @@ type Input struct {
 	// template may not carry it yet.
 	Namespace string
 	Policy    *policy.Effective
+	// PolicyJSON, when set, is Policy as JSON, for the sidecar; a caller
+	// that keeps it saves encoding it for every pod.
+	PolicyJSON []byte
 	// Version is recorded in the status annotation.
 	Version string
 	// AppID, when set, is used instead of a generated application id for a

@@ -17,9 +17,12 @@ import (
 // with restartPolicy Always, so the JVM starts only once it is ready and a
 // Job's pod completes when the driver exits.
 func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
-	pol, err := json.Marshal(p.pol)
-	if err != nil {
-		return fmt.Errorf("encode policy for the sidecar: %w", err)
+	pol := p.in.PolicyJSON
+	if pol == nil {
+		var err error
+		if pol, err = json.Marshal(p.pol); err != nil {
+			return fmt.Errorf("encode policy for the sidecar: %w", err)
+		}
 	}
 	env := policy.SidecarEnv{
 		Listen:         p.pol.Sidecar.Listen(),

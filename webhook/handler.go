@@ -4,6 +4,7 @@
 package webhook
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,9 +31,10 @@ var podResource = metav1.GroupVersionResource{Version: "v1", Resource: "pods"}
 
 // Handler answers AdmissionReview requests for pods.
 type Handler struct {
-	policy  func() *policy.Policy
-	metrics *metrics
-	log     *logrus.Entry
+	policy    func() *policy.Policy
+	effective effectiveCache
+	metrics   *metrics
+	log       *logrus.Entry
 }
 
 // ServeHTTP checks and decodes the request, calls admit once and always
@@ -70,7 +72,7 @@ func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.Ad
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
 		return review, errorResponse(http.StatusUnsupportedMediaType, "Content-Type must be application/json")
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxBodyBytes+1))
+	body, err := readBody(r)
 	if err != nil {
 		return review, errorResponse(http.StatusBadRequest, "read body: "+err.Error())
 	}
@@ -88,6 +90,17 @@ func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.Ad
 	return review, nil
 }
 
+// readBody reads at most MaxBodyBytes+1 bytes of the body, into a buffer
+// of the announced length when there is one.
+func readBody(r *http.Request) ([]byte, error) {
+	var buf bytes.Buffer
+	if n := r.ContentLength; n > 0 && n <= MaxBodyBytes {
+		buf.Grow(int(n) + bytes.MinRead)
+	}
+	_, err := buf.ReadFrom(io.LimitReader(r.Body, MaxBodyBytes+1))
+	return buf.Bytes(), err
+}
+
 // write sends resp in an AdmissionReview. Should encoding fail, it still
 // answers with one, carrying a 500 Status.
 func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissionv1.AdmissionResponse) {
@@ -97,7 +110,7 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 	if tm.Kind == "" {
 		tm.Kind = "AdmissionReview"
 	}
-	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: resp})
+	out, err := encodeReview(tm, resp)
 	if err != nil {
 		h.log.WithError(err).Error("encode response")
 		failed := errorResponse(http.StatusInternalServerError, "encode response: "+err.Error())
@@ -138,9 +151,18 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 			name = pod.GenerateName
 		}
 		log = log.WithField("name", name)
-		log.WithField("pod", string(req.Object.Raw)).Debug("request")
+		if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+			log.WithField("pod", string(req.Object.Raw)).Debug("request")
+		}
+		in := patches.Input{Namespace: req.Namespace, Version: version.Version}
+		if pol := h.policy(); pol != nil {
+			var err error
+			if in.Policy, in.PolicyJSON, err = h.effective.get(pol, req.Namespace); err != nil {
+				return err
+			}
+		}
 		var err error
-		res, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
+		res, err = patches.Driver(pod, in)
 		return err
 	})
 	var refused *patches.Refused
@@ -165,14 +187,16 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.Info("skipped: already injected")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	}
-	patch, err := json.Marshal(ops)
+	patch, err := podpatch.Encode(ops)
 	if err != nil {
 		h.metrics.admissions.WithLabelValues("error", "encode patch").Inc()
 		return errorResponse(http.StatusInternalServerError, "encode patch: "+err.Error())
 	}
 	h.metrics.admissions.WithLabelValues("injected", "").Inc()
 	log.WithField("ops", len(ops)).Info("injected")
-	log.WithField("patch", string(patch)).Debug("response")
+	if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
+		log.WithField("patch", string(patch)).Debug("response")
+	}
 	pt := admissionv1.PatchTypeJSONPatch
 	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &pt, Warnings: res.Warnings}
 }

@@ -6,6 +6,7 @@ package podpatch
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 
 	"gomodules.xyz/jsonpatch/v2"
 	corev1 "k8s.io/api/core/v1"
@@ -21,40 +22,23 @@ import (
 // unknown fields survive and an unchanged pod gives no patch.
 // controller-runtime's admission package drops the removals the same way
 // (dropSchemeRemovals), after kueue#2878.
+//
+// The diff runs once, over what changed: the typed pod is compared with a
+// copy taken before mutate, and only the changed subtrees are encoded and
+// diffed against the request (see differ). An unchanged pod is compared
+// field by field and gives no ops.
 func Mutate(raw []byte, mutate func(*corev1.Pod) error) ([]jsonpatch.Operation, error) {
 	var pod corev1.Pod
 	if err := json.Unmarshal(raw, &pod); err != nil {
 		return nil, fmt.Errorf("decode pod: %w", err)
 	}
-	roundTrip, err := json.Marshal(&pod)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
-	}
+	before := pod.DeepCopy()
 	if err := mutate(&pod); err != nil {
 		return nil, err
 	}
-	mutated, err := json.Marshal(&pod)
-	if err != nil {
-		return nil, fmt.Errorf("encode pod: %w", err)
+	var d differ
+	if err := d.walk("", raw, reflect.ValueOf(before).Elem(), reflect.ValueOf(&pod).Elem()); err != nil {
+		return nil, err
 	}
-	ops, err := jsonpatch.CreatePatch(raw, mutated)
-	if err != nil {
-		return nil, fmt.Errorf("diff pod: %w", err)
-	}
-	lost, err := jsonpatch.CreatePatch(raw, roundTrip)
-	if err != nil {
-		return nil, fmt.Errorf("diff pod round trip: %w", err)
-	}
-	artefacts := map[string]bool{}
-	for _, op := range lost {
-		artefacts[op.Json()] = true
-	}
-	out := ops[:0]
-	for _, op := range ops {
-		if artefacts[op.Json()] {
-			continue
-		}
-		out = append(out, op)
-	}
-	return out, nil
+	return d.ops, nil
 }

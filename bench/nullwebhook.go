@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+)
+
+// The null webhook is the floor the webhook is measured against: an HTTPS
+// server with the webhook's certificate that decodes the AdmissionReview,
+// as the webhook does, and allows the pod with no patch. It runs as a
+// process of its own, as `sparklet webhook` does, so that the two share
+// the machine the same way: `bench null-webhook --listen ADDR
+// --tls-cert-file F --tls-key-file F`.
+const nullWebhookCommand = "null-webhook"
+
+// nullWebhookMain serves until it is killed.
+func nullWebhookMain(args []string) error {
+	fs := flag.NewFlagSet(nullWebhookCommand, flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:0", "address to serve on")
+	certFile := fs.String("tls-cert-file", "", "serving certificate")
+	keyFile := fs.String("tls-key-file", "", "serving key")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *certFile == "" || *keyFile == "" {
+		return errors.New("--tls-cert-file and --tls-key-file are both required")
+	}
+	cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
+	if err != nil {
+		return fmt.Errorf("--tls-cert-file, --tls-key-file: %w", err)
+	}
+	ln, err := net.Listen("tcp", *listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", *listen, err)
+	}
+	srv := &http.Server{
+		Handler:           http.HandlerFunc(allowAll),
+		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       90 * time.Second,
+	}
+	return srv.ServeTLS(ln, "", "")
+}
+
+// allowAll decodes the AdmissionReview and allows it.
+func allowAll(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta,
+		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// startNullWebhook runs this program's null webhook on a free loopback
+// port with the given certificate and waits until it answers. stop kills
+// it.
+func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string) (base string, stop func(), err error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", nil, err
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	log, err := os.Create(logFile)
+	if err != nil {
+		return "", nil, err
+	}
+	cmd := exec.Command(self, nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		log.Close()
+		return "", nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
+	stop = func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}
+	base = "https://" + addr
+	review, err := admissionReview(benchPods[0].file)
+	if err != nil {
+		stop()
+		return "", nil, err
+	}
+	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		err := admit(deadline, client, base+"/", review, false)
+		if err == nil {
+			return base, stop, nil
+		}
+		select {
+		case <-exited:
+			return "", nil, fmt.Errorf("null webhook exited; log %s", logFile)
+		case <-deadline.Done():
+			stop()
+			return "", nil, fmt.Errorf("null webhook not ready: %w", err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
