@@ -308,7 +308,7 @@ func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *repo
 	}
 	r.line("### An unrelated client during the burst")
 	r.line("")
-	r.line("ServiceAccount `%s/%s` GETs a ConfigMap and LISTs its namespace's ConfigMaps in turn, one request every %s, from %s before the first burst to the end. The API server classified its requests with %s. kube-apiserver ran with %s; API Priority and Fairness shares those seats among its priority levels: `workload-low` (every ServiceAccount's, the drivers' too without the FlowSchema) had %.0f nominal seats, the chart's `%s` %.0f, without borrowing (`borrowingLimitPercent: 0`).",
+	r.line("ServiceAccount `%s/%s` GETs a ResourceQuota and LISTs its namespace's ResourceQuotas in turn (left out of the API server's figures above), one request every %s, from %s before the first burst to the end. The API server classified its requests with %s. kube-apiserver ran with %s; API Priority and Fairness shares those seats among its priority levels: `workload-low` (every ServiceAccount's, the drivers' too without the FlowSchema) had %.0f nominal seats, the chart's `%s` %.0f, without borrowing (`borrowingLimitPercent: 0`).",
 		observerNS, observerName, observerInterval, observerIdle, flowSchemaNames(ctx, env, idle.flowSchemas), settings,
 		withAPF.seats["workload-low"], flowControlName, withAPF.seats[flowControlName])
 	r.line("")
@@ -379,4 +379,22 @@ func cpuSeconds(env *testenv.Env, sidecars []*testenv.Sidecar) map[string]float6
 	}
 	_, out["bench (emulators, observer)"] = procStats(os.Getpid())
 	return out
+}
+
+// driverToken grants the namespace's default ServiceAccount what Spark's
+// driver needs (driverAccount) and returns a REST config that
+// authenticates as it: drivers straight to the API server are then
+// classified as real ones are (service-accounts → workload-low), not
+// exempt as the admin is.
+func driverToken(ctx context.Context, env *testenv.Env, ns string) (*rest.Config, error) {
+	if err := driverAccount(ctx, env, ns); err != nil {
+		return nil, fmt.Errorf("driver account in %s: %w", ns, err)
+	}
+	exp := int64(3600)
+	tok, err := env.Client.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "default", &authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: &exp}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("token for %s/default: %w", ns, err)
+	}
+	admin := env.Cluster.RESTConfig()
+	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile}}, nil
 }

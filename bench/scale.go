@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
@@ -54,7 +55,7 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	}
 	r.line("## 5. %d drivers at once, %d executors each", o.drivers, o.perDriver)
 	r.line("")
-	r.line("%d driver emulators (Spark 4.0 defaults) start together and each asks for %d executors: first straight to the API server, then each through its own `sparklet sidecar` process (%d processes), then the same with the chart's FlowSchema and priority level applied (`helm template` of `charts/sparklet` with its default `flowControl` values, the namespace in `flowControl.namespaces`). Requests and latency are the API server's own (`apiserver_request_total`, `apiserver_request_duration_seconds` without WATCH), for all clients and resources, kwok's status updates included; the steady window follows all-Running.", o.drivers, o.perDriver, o.drivers)
+	r.line("%d driver emulators (Spark 4.0 defaults) start together and each asks for %d executors: first straight to the API server (with a ServiceAccount token, as a driver pod's JVM would, so that API Priority and Fairness treats them as it treats real drivers), then each through its own `sparklet sidecar` process (%d processes), then the same with the chart's FlowSchema and priority level applied (`helm template` of `charts/sparklet` with its default `flowControl` values, the namespace in `flowControl.namespaces`). Requests and latency are the API server's own (`apiserver_request_total`, `apiserver_request_duration_seconds` without WATCH), for all clients and resources, kwok's status updates included; the steady window follows all-Running.", o.drivers, o.perDriver, o.drivers)
 	r.line("")
 	r.line("| | all Running | requests during the run | request rate | p50 | p99 | steady requests/min | steady p99 |")
 	r.line("|---|---|---|---|---|---|---|---|")
@@ -101,6 +102,13 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 			return res, err
 		}
 	}
+	var account *rest.Config
+	if !viaSidecar {
+		var err error
+		if account, err = driverToken(ctx, env, ns); err != nil {
+			return res, err
+		}
+	}
 	jvms := make([]*emulator.Driver, o.drivers)
 	sidecars := make([]*testenv.Sidecar, o.drivers)
 	defer func() {
@@ -116,7 +124,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 			if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod(name), metav1.CreateOptions{}); err != nil {
 				return err
 			}
-			jvm, err := directEmulator(env, ns, fmt.Sprintf("spark-scale-%d", i), name)
+			jvm, err := emulatorAs(account, ns, fmt.Sprintf("spark-scale-%d", i), name)
 			jvms[i] = jvm
 			return err
 		}
