@@ -301,7 +301,7 @@ const observerIdle = 20 * time.Second
 
 // flowControlReport is the many-drivers section's part on the unrelated
 // client.
-func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *report, idle observed, direct, viaSidecars, withAPF scaleResult) {
+func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *report, idle observed, idleWait map[float64]float64, direct, viaSidecars, withAPF scaleResult) {
 	settings := "kube-apiserver's default concurrency limits (`--max-requests-inflight 400 --max-mutating-requests-inflight 200`)"
 	if f := apiServerFlags(o.apiServerSeats); f != nil {
 		settings = fmt.Sprintf("`%s %s %s %s` (%d seats in all, sized for this machine's cores; the defaults are 400 and 200)", f[0], f[1], f[2], f[3], o.apiServerSeats)
@@ -312,16 +312,19 @@ func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *repo
 		observerNS, observerName, observerInterval, observerIdle, flowSchemaNames(ctx, env, idle.flowSchemas), settings,
 		withAPF.seats["workload-low"], flowControlName, withAPF.seats[flowControlName])
 	r.line("")
-	r.line("| window | requests | p50 | p99 | p99 / idle p99 | failed |")
-	r.line("|---|---|---|---|---|---|")
+	r.line("The last two columns are the API server's own figure (`apiserver_flowcontrol_request_wait_duration_seconds`) for every request that waited in `workload-low`'s queues in the window: the part of the latency API Priority and Fairness adds; the rest is the request's execution.")
+	r.line("")
+	r.line("| window | requests | p50 | p99 | p99 / idle p99 | failed | workload-low queue wait p50 | p99 |")
+	r.line("|---|---|---|---|---|---|---|---|")
 	idleP99 := pct(idle.lat, 0.99)
-	line := func(name string, w observed) {
-		r.line("| %s | %d | %s | %s | %.2f× | %d |", name, len(w.lat), pct(w.lat, 0.5), pct(w.lat, 0.99), float64(pct(w.lat, 0.99))/float64(idleP99), w.failed)
+	line := func(name string, w observed, wait map[float64]float64) {
+		r.line("| %s | %d | %s | %s | %.2f× | %d | %s | %s |", name, len(w.lat), pct(w.lat, 0.5), pct(w.lat, 0.99), float64(pct(w.lat, 0.99))/float64(idleP99), w.failed,
+			secs(quantile(0.5, wait)), secs(quantile(0.99, wait)))
 	}
-	line("idle, before the bursts", idle)
-	line("burst straight to the API server", direct.observed)
-	line("burst through sidecars, without the FlowSchema", viaSidecars.observed)
-	line("burst through sidecars, with the chart's FlowSchema", withAPF.observed)
+	line("idle, before the bursts", idle, idleWait)
+	line("burst straight to the API server", direct.observed, direct.lowWait)
+	line("burst through sidecars, without the FlowSchema", viaSidecars.observed, viaSidecars.lowWait)
+	line("burst through sidecars, with the chart's FlowSchema", withAPF.observed, withAPF.lowWait)
 	r.line("")
 	ratio := float64(pct(withAPF.observed.lat, 0.99)) / float64(idleP99)
 	verdict := "met"
@@ -397,4 +400,12 @@ func driverToken(ctx context.Context, env *testenv.Env, ns string) (*rest.Config
 	}
 	admin := env.Cluster.RESTConfig()
 	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile}}, nil
+}
+
+// lowWait is the queue-wait histogram of workload-low, the observer's
+// priority level, for the requests that executed.
+func lowWait(ms []sample) map[float64]float64 {
+	return buckets(ms, "apiserver_flowcontrol_request_wait_duration_seconds", func(l map[string]string) bool {
+		return l["priority_level"] == "workload-low" && l["execute"] == "true"
+	})
 }

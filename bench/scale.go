@@ -21,10 +21,11 @@ type scaleResult struct {
 	runP50, runP99      float64            // API server latency, seconds
 	steadyP99           float64
 	steady              time.Duration
-	rssMiB, cpuSeconds  float64            // all sidecars together
-	observed            observed           // the unrelated client, until all Running
-	seats, rejected     map[string]float64 // by priority level; rejected during the run
-	cpu                 map[string]float64 // CPU seconds until all Running, by process
+	rssMiB, cpuSeconds  float64             // all sidecars together
+	observed            observed            // the unrelated client, until all Running
+	seats, rejected     map[string]float64  // by priority level; rejected during the run
+	cpu                 map[string]float64  // CPU seconds until all Running, by process
+	lowWait             map[float64]float64 // workload-low's queue waits until all Running
 }
 
 // scale runs o.drivers Spark 4.0 drivers at once, each asking for
@@ -38,9 +39,10 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 		return err
 	}
 	defer obs.Stop()
-	from := obs.now()
+	from, idleBefore := obs.now(), apiMetrics(ctx, env.Client)
 	time.Sleep(observerIdle) // the idle window is the measurement itself, not synchronisation
 	idle := obs.window(from, obs.now())
+	idleWait := diff(lowWait(apiMetrics(ctx, env.Client)), lowWait(idleBefore))
 	direct, err := scaleRun(ctx, env, o, obs, "bench-scale-direct", false, false)
 	if err != nil {
 		return fmt.Errorf("drivers straight to the API server: %w", err)
@@ -73,7 +75,7 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 		(sum(viaSidecars.steadyReqs)/viaSidecars.steady.Minutes())/(sum(direct.steadyReqs)/direct.steady.Minutes()))
 	r.line("- The %d sidecars together: peak RSS %.0f MiB (%.0f MiB each), %.1f CPU seconds.", o.drivers, viaSidecars.rssMiB, viaSidecars.rssMiB/float64(o.drivers), viaSidecars.cpuSeconds)
 	r.line("")
-	flowControlReport(ctx, env, o, r, idle, direct, viaSidecars, withAPF)
+	flowControlReport(ctx, env, o, r, idle, idleWait, direct, viaSidecars, withAPF)
 	return nil
 }
 
@@ -168,6 +170,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 	_, rejectedBefore = levelSeats(before)
 	res.seats, res.rejected = levelSeats(after)
 	res.rejected = diff(res.rejected, rejectedBefore)
+	res.lowWait = diff(lowWait(after), lowWait(before))
 	res.runReqs = diff(requestsByVerb(after, ""), requestsByVerb(before, ""))
 	runLat := diff(latencyBuckets(after), latencyBuckets(before))
 	res.runP50, res.runP99 = quantile(0.5, runLat), quantile(0.99, runLat)
