@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/patches"
@@ -300,9 +301,15 @@ func quietLog() *logrus.Entry {
 // directEmulator is a Spark 4.0 driver with Spark's defaults talking to
 // the API server with the admin credentials.
 func directEmulator(env *testenv.Env, ns, app, driver string) (*emulator.Driver, error) {
+	return emulatorAs(env.Cluster.RESTConfig(), ns, app, driver)
+}
+
+// emulatorAs is a Spark 4.0 driver talking straight to the API server
+// with the credentials in rc.
+func emulatorAs(rc *rest.Config, ns, app, driver string) (*emulator.Driver, error) {
 	cfg := emulator.NewConfig(emulator.Spark40)
 	cfg.Namespace, cfg.AppID, cfg.DriverPodName, cfg.ExecutorImage, cfg.Log = ns, app, driver, "apache/spark:4.0.0", quietLog()
-	cfg, err := emulator.FromREST(env.Cluster.RESTConfig(), cfg)
+	cfg, err := emulator.FromREST(rc, cfg)
 	if err != nil {
 		return nil, err
 	}

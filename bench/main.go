@@ -40,6 +40,9 @@ type options struct {
 	perDriver     int
 	sections      string
 	schedulerQPS  int
+	// apiServerSeats is kube-apiserver's concurrency in all; 0 keeps its
+	// defaults.
+	apiServerSeats int
 }
 
 // validate names the flag at fault.
@@ -55,6 +58,9 @@ func (o options) validate() error {
 	}
 	if o.idle <= 0 || o.steady <= 0 {
 		errs = append(errs, fmt.Errorf("--idle and --steady must be positive, got %s and %s", o.idle, o.steady))
+	}
+	if o.apiServerSeats < 0 || (o.apiServerSeats > 0 && o.apiServerSeats < 3) {
+		errs = append(errs, fmt.Errorf("--apiserver-seats must be 0 (kube-apiserver's defaults) or at least 3, got %d", o.apiServerSeats))
 	}
 	if o.schedulerQPS < 0 {
 		errs = append(errs, fmt.Errorf("--scheduler-qps must not be negative (0 keeps kube-scheduler's default), got %d", o.schedulerQPS))
@@ -94,6 +100,7 @@ func main() {
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
+	flag.IntVar(&o.apiServerSeats, "apiserver-seats", 60, "kube-apiserver's concurrency limit in all (two thirds --max-requests-inflight, one third --max-mutating-requests-inflight), which API Priority and Fairness shares among its priority levels; 0 keeps its defaults of 400 and 200")
 	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale (a partial run does not write the chart)")
 	flag.Parse()
 	if err := o.validate(); err != nil {
@@ -124,7 +131,8 @@ func run(o options) error {
 	// The real drivers of the jvm section run on the pod runner's node,
 	// their executors on kwok's.
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}, SchedulerFlags: schedulerFlags(o.schedulerQPS),
-		PodRunner: o.runs("jvm"), Kwok: true})
+		APIServerFlags: apiServerFlags(o.apiServerSeats),
+		PodRunner:      o.runs("jvm"), Kwok: true})
 	if err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
@@ -20,24 +21,43 @@ type scaleResult struct {
 	runP50, runP99      float64            // API server latency, seconds
 	steadyP99           float64
 	steady              time.Duration
-	rssMiB, cpuSeconds  float64 // all sidecars together
+	rssMiB, cpuSeconds  float64             // all sidecars together
+	observed            observed            // the unrelated client, until all Running
+	seats, rejected     map[string]float64  // by priority level; rejected during the run
+	cpu                 map[string]float64  // CPU seconds until all Running, by process
+	lowWait             map[float64]float64 // workload-low's queue waits until all Running
 }
 
 // scale runs o.drivers Spark 4.0 drivers at once, each asking for
 // o.perDriver executors, first straight to the API server, then each
-// through its own sidecar process.
+// through its own sidecar process, then through sidecars whose requests
+// the chart's FlowSchema sends to their own priority level. An unrelated
+// client reads a ConfigMap all along.
 func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
-	direct, err := scaleRun(ctx, env, o, false)
+	obs, err := startObserver(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer obs.Stop()
+	from, idleBefore := obs.now(), apiMetrics(ctx, env.Client)
+	time.Sleep(observerIdle) // the idle window is the measurement itself, not synchronisation
+	idle := obs.window(from, obs.now())
+	idleWait := diff(lowWait(apiMetrics(ctx, env.Client)), lowWait(idleBefore))
+	direct, err := scaleRun(ctx, env, o, obs, "bench-scale-direct", false, false)
 	if err != nil {
 		return fmt.Errorf("drivers straight to the API server: %w", err)
 	}
-	viaSidecars, err := scaleRun(ctx, env, o, true)
+	viaSidecars, err := scaleRun(ctx, env, o, obs, "bench-scale-sidecar", true, false)
 	if err != nil {
 		return fmt.Errorf("drivers through sidecars: %w", err)
 	}
+	withAPF, err := scaleRun(ctx, env, o, obs, "bench-scale-apf", true, true)
+	if err != nil {
+		return fmt.Errorf("drivers through sidecars with the chart's FlowSchema: %w", err)
+	}
 	r.line("## 5. %d drivers at once, %d executors each", o.drivers, o.perDriver)
 	r.line("")
-	r.line("%d driver emulators (Spark 4.0 defaults) start together and each asks for %d executors: first straight to the API server, then each through its own `sparklet sidecar` process (%d processes). Requests and latency are the API server's own (`apiserver_request_total`, `apiserver_request_duration_seconds` without WATCH), for all clients and resources, kwok's status updates included; the steady window follows all-Running.", o.drivers, o.perDriver, o.drivers)
+	r.line("%d driver emulators (Spark 4.0 defaults) start together and each asks for %d executors: first straight to the API server (with a ServiceAccount token, as a driver pod's JVM would, so that API Priority and Fairness treats them as it treats real drivers), then each through its own `sparklet sidecar` process (%d processes), then the same with the chart's FlowSchema and priority level applied (`helm template` of `charts/sparklet` with its default `flowControl` values, the namespace in `flowControl.namespaces`). Requests and latency are the API server's own (`apiserver_request_total`, `apiserver_request_duration_seconds` without WATCH), for all clients and resources, kwok's status updates included; the steady window follows all-Running.", o.drivers, o.perDriver, o.drivers)
 	r.line("")
 	r.line("| | all Running | requests during the run | request rate | p50 | p99 | steady requests/min | steady p99 |")
 	r.line("|---|---|---|---|---|---|---|---|")
@@ -48,12 +68,14 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	}
 	row("straight to the API server", direct)
 	row("through sidecars", viaSidecars)
+	row("through sidecars, with the chart's FlowSchema", withAPF)
 	r.line("")
 	r.line("- Through sidecars, all-Running comes %s; the API server sees **%.2f×** the requests during the run and **%.2f×** the p99 latency, and **%.2f×** the requests per steady minute.",
 		faster(direct.running, viaSidecars.running), sum(viaSidecars.runReqs)/sum(direct.runReqs), viaSidecars.runP99/direct.runP99,
 		(sum(viaSidecars.steadyReqs)/viaSidecars.steady.Minutes())/(sum(direct.steadyReqs)/direct.steady.Minutes()))
 	r.line("- The %d sidecars together: peak RSS %.0f MiB (%.0f MiB each), %.1f CPU seconds.", o.drivers, viaSidecars.rssMiB, viaSidecars.rssMiB/float64(o.drivers), viaSidecars.cpuSeconds)
 	r.line("")
+	flowControlReport(ctx, env, o, r, idle, idleWait, direct, viaSidecars, withAPF)
 	return nil
 }
 
@@ -72,14 +94,22 @@ func secs(s float64) string {
 	return (time.Duration(s * float64(time.Second))).Round(100 * time.Microsecond).String()
 }
 
-func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool) (scaleResult, error) {
+func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, ns string, viaSidecar, flowControl bool) (scaleResult, error) {
 	var res scaleResult
-	ns := "bench-scale-direct"
-	if viaSidecar {
-		ns = "bench-scale-sidecar"
-	}
 	if err := newNamespace(ctx, env, ns, viaSidecar); err != nil {
 		return res, err
+	}
+	if flowControl {
+		if err := applyChartFlowControl(ctx, env, o, ns); err != nil {
+			return res, err
+		}
+	}
+	var account *rest.Config
+	if !viaSidecar {
+		var err error
+		if account, err = driverToken(ctx, env, ns); err != nil {
+			return res, err
+		}
 	}
 	jvms := make([]*emulator.Driver, o.drivers)
 	sidecars := make([]*testenv.Sidecar, o.drivers)
@@ -96,7 +126,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 			if _, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod(name), metav1.CreateOptions{}); err != nil {
 				return err
 			}
-			jvm, err := directEmulator(env, ns, fmt.Sprintf("spark-scale-%d", i), name)
+			jvm, err := emulatorAs(account, ns, fmt.Sprintf("spark-scale-%d", i), name)
 			jvms[i] = jvm
 			return err
 		}
@@ -119,8 +149,10 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 		}
 	}
 	total := o.drivers * o.perDriver
-	before := apiMetrics(ctx, env.Client)
+	before := withoutObserver(apiMetrics(ctx, env.Client))
+	cpuBefore := cpuSeconds(env, sidecars)
 	start := time.Now()
+	observeFrom := obs.now()
 	run := watchRunning(runCtx, env.Client, ns, total, start)
 	for _, jvm := range jvms {
 		jvm.SetTarget(o.perDriver)
@@ -131,14 +163,21 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, viaSidecar bool)
 		return res, fmt.Errorf("not all %d executors Running after 10 minutes", total)
 	}
 	res.running = run.at
-	after := apiMetrics(ctx, env.Client)
+	res.observed = obs.window(observeFrom, obs.now())
+	res.cpu = diff(cpuSeconds(env, sidecars), cpuBefore)
+	after := withoutObserver(apiMetrics(ctx, env.Client))
+	var rejectedBefore map[string]float64
+	_, rejectedBefore = levelSeats(before)
+	res.seats, res.rejected = levelSeats(after)
+	res.rejected = diff(res.rejected, rejectedBefore)
+	res.lowWait = diff(lowWait(after), lowWait(before))
 	res.runReqs = diff(requestsByVerb(after, ""), requestsByVerb(before, ""))
 	runLat := diff(latencyBuckets(after), latencyBuckets(before))
 	res.runP50, res.runP99 = quantile(0.5, runLat), quantile(0.99, runLat)
 
 	t0 := time.Now()
 	time.Sleep(o.steady) // the steady window is the measurement itself, not synchronisation
-	end := apiMetrics(ctx, env.Client)
+	end := withoutObserver(apiMetrics(ctx, env.Client))
 	res.steady = time.Since(t0)
 	res.steadyReqs = diff(requestsByVerb(end, ""), requestsByVerb(after, ""))
 	res.steadyP99 = quantile(0.99, diff(latencyBuckets(end), latencyBuckets(after)))
