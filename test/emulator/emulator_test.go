@@ -493,7 +493,11 @@ func TestWatchFallsBackToHTTPOn200And503(t *testing.T) {
 				want = append(want, strings.TrimPrefix(ws, "WS "))
 				equal(t, "executor watch calls", execWatch, want)
 				e.scale(t, 2)
-				if st := e.d.Stats(); st.HTTPFallback != 2 { // driver informer and executor watch
+				// The driver informer and the executor watch each fall back
+				// once; the informer's watch starts on its own goroutine, so
+				// wait for it rather than read the count at once.
+				waitFor(t, "both watches to fall back to HTTP", func() bool { return e.d.Stats().HTTPFallback >= 2 })
+				if st := e.d.Stats(); st.HTTPFallback != 2 {
 					t.Errorf("HTTPFallback %d, want 2", st.HTTPFallback)
 				}
 			})
