@@ -31,6 +31,7 @@ var (
 		{"host network", refuseHostNetwork},
 		{"reserved names", refuseReservedNames},
 		{"spark conf", layerConf},
+		{"allocator", refuseControllerAllocator},
 		{"limits", checkLimits},
 		{"images", checkImages},
 		{"fetch", planFetch},
