@@ -33,7 +33,7 @@ type allocator struct {
 	slots     chan struct{}
 	now       func() time.Time
 
-	mu        sync.Mutex
+	mu       sync.Mutex
 	blocked  time.Time // the end of the backoff after a failed create
 	backoff  time.Duration
 	apiErr   error // the API server's refusal, repeated to the JVM until blocked
