@@ -93,6 +93,7 @@ func finishConf(_ *corev1.Pod, p *plan) error {
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
 	p.conf["spark.app.id"] = p.appID
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
+	addJVMNoProxy(p.conf)
 	p.confText = RenderSparkConf(p.conf)
 	return nil
 }
