@@ -107,7 +107,7 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 	skipped := ""
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
+		skipped, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID, Template: kind != "Pod"})
 		return err
 	})
 	if err != nil {
