@@ -107,7 +107,7 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 	var res patches.Result
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
 		var err error
-		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
+		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID, Template: kind != "Pod"})
 		return err
 	})
 	if err != nil {

@@ -3,17 +3,31 @@ package patches
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // pickAppID keeps a valid spark-app-selector label (so reinvocation and
-// re-injection keep the id) or generates one.
+// re-injection keep the id) or generates one. A pod a controller created
+// from a template (a Job's, a CronJob's) keeps the label only when this
+// webhook gave it to this pod, as the status annotation records: a label
+// the template carried, whether the user wrote it or an older
+// `sparklet inject` rendered it, would give every pod of the template the
+// same application, and their executors would mix. A template rendered
+// offline (Input.Template) gets no id at all; each pod gets its own here.
 func pickAppID(pod *corev1.Pod, p *plan) error {
+	if p.in.Template {
+		return nil
+	}
 	id := pod.Labels[LabelAppID]
+	if id != "" && fromTemplate(pod) && recordedAppID(pod) != id {
+		id = ""
+	}
 	if id != "" {
 		if msgs := validation.IsValidLabelValue(id); len(msgs) > 0 {
 			return &Refused{Reason: "bad-app-id", Message: fmt.Sprintf(
@@ -32,9 +46,28 @@ func pickAppID(pod *corev1.Pod, p *plan) error {
 	return nil
 }
 
+// fromTemplate tells a pod a controller created from its template.
+func fromTemplate(pod *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(pod)
+	return ref != nil && ref.Kind != "Pod"
+}
+
+// recordedAppID is the application id the status annotation records.
+func recordedAppID(pod *corev1.Pod) string {
+	var st Status
+	if json.Unmarshal([]byte(pod.Annotations[AnnotationStatus]), &st) != nil {
+		return ""
+	}
+	return st.AppID
+}
+
 // labelAppID labels the pod with its application id, which Spark's
 // executors carry too.
 func labelAppID(pod *corev1.Pod, p *plan, _ *Status) error {
+	if p.appID == "" {
+		delete(pod.Labels, LabelAppID)
+		return nil
+	}
 	pod.Labels[LabelAppID] = p.appID
 	return nil
 }

@@ -3,6 +3,7 @@ package patches
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -94,21 +95,29 @@ func parseSubmitArgs(words []string) (submitArgs, error) {
 // does: a number with an optional b, k, m, g, t or p suffix (kb, mb ... too);
 // a bare number means MiB.
 func javaMiB(s string) (int64, error) {
+	b, err := javaBytes(s, 1<<20)
+	return b >> 20, err
+}
+
+// javaBytes parses a JVM memory string as JavaUtils.byteStringAs does; a
+// bare number counts in units of bare bytes.
+func javaBytes(s string, bare int64) (int64, error) {
 	s = strings.ToLower(strings.TrimSpace(s))
 	units := []struct {
 		suffix string
-		kib    float64
-	}{{"pb", 1 << 40}, {"tb", 1 << 30}, {"gb", 1 << 20}, {"mb", 1 << 10}, {"kb", 1}, {"p", 1 << 40}, {"t", 1 << 30}, {"g", 1 << 20}, {"m", 1 << 10}, {"k", 1}, {"b", 1.0 / 1024}}
-	mult := float64(1 << 10) // bare number: MiB
+		bytes  int64
+	}{{"pb", 1 << 50}, {"tb", 1 << 40}, {"gb", 1 << 30}, {"mb", 1 << 20}, {"kb", 1 << 10}, {"p", 1 << 50}, {"t", 1 << 40}, {"g", 1 << 30}, {"m", 1 << 20}, {"k", 1 << 10}, {"b", 1}}
+	mult := bare
+	num := s
 	for _, u := range units {
 		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSuffix(s, u.suffix), u.kib
+			num, mult = strings.TrimSuffix(s, u.suffix), u.bytes
 			break
 		}
 	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
+	n, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || n < 0 || n > math.MaxInt64/mult {
 		return 0, fmt.Errorf("%q is not a JVM memory size such as 4g or 512m", s)
 	}
-	return int64(float64(n) * mult / 1024), nil
+	return n * mult, nil
 }

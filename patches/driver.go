@@ -32,6 +32,7 @@ var (
 		{"service account token", refuseTokens},
 		{"annotations written by sparklet", warnWrittenBySparklet},
 		{"spark conf", layerConf},
+		{"allocator", refuseControllerAllocator},
 		{"limits", checkLimits},
 		{"images", checkImages},
 		{"fetch", planFetch},

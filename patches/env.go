@@ -46,22 +46,7 @@ func addEnv(pod *corev1.Pod, p *plan, done *Status) error {
 		c.Env = upsert(c.Env, e, envName, true)
 		done.Env = append(done.Env, e.Name)
 	}
-	// With a proxy configured, the JVM must still reach the sidecar directly.
-	for _, proxy := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"} {
-		if !hasEnv(c.Env, proxy) {
-			continue
-		}
-		for _, np := range []string{"NO_PROXY", "no_proxy"} {
-			i := envIndex(c.Env, np)
-			switch {
-			case i < 0:
-				c.Env = append(c.Env, corev1.EnvVar{Name: np, Value: "127.0.0.1"})
-			case c.Env[i].ValueFrom == nil && !containsItem(c.Env[i].Value, "127.0.0.1"):
-				c.Env[i].Value = strings.TrimPrefix(c.Env[i].Value+",127.0.0.1", ",")
-			}
-		}
-		break
-	}
+	addNoProxy(c)
 	return nil
 }
 

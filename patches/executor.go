@@ -35,6 +35,9 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 	c := &pod.Spec.Containers[i]
 	pol := in.Policy
 	applySettings(pod, c, pol.Executor.Defaults, false)
+	if err := enforceExecutorConf(pod, c, pol.Spark.Enforced, in.driverConf()); err != nil {
+		return err
+	}
 	applySettings(pod, c, pol.Executor.Enforced, true)
 	applyCredentials(pod, c, pol.CredentialsFor("executor"))
 	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
@@ -48,6 +51,19 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 		setController(pod, in.Driver)
 	}
 	return nil
+}
+
+// driverConf is the driver's effective Spark configuration, as the webhook
+// recorded it; nil when unknown.
+func (in ExecutorInput) driverConf() map[string]string {
+	if in.Driver == nil {
+		return nil
+	}
+	conf, err := ParseSparkConf(in.Driver.Annotations[AnnotationEffectiveConf])
+	if err != nil {
+		return nil
+	}
+	return conf
 }
 
 func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {

@@ -22,6 +22,10 @@ type Input struct {
 	// AppID, when set, is used instead of a generated application id for a
 	// pod that has none (tests and offline rendering use it).
 	AppID string
+	// Template marks a workload's pod template rendered offline: it gets
+	// no application id, so that each pod created from it gets its own
+	// from the webhook.
+	Template bool
 }
 
 // Refused is returned when policy forbids a pod. Its message names the field

@@ -72,7 +72,7 @@ func checkLimits(pod *corev1.Pod, p *plan) error {
 }
 
 // checkExecutorConf checks the executor size the conf asks for, computed as
-// Spark does: memory plus overhead (max(384MiB, factor x memory)).
+// Spark does (ExecutorMemoryOf).
 func checkExecutorConf(p *plan) error {
 	lim := p.pol.Limits.Executor
 	if v, ok := p.conf["spark.executor.cores"]; ok && lim.MaxCores != nil {
@@ -88,27 +88,16 @@ func checkExecutorConf(p *plan) error {
 	if lim.MaxMemory == nil {
 		return nil
 	}
-	memMiB := int64(1024) // Spark's default spark.executor.memory
-	if v, ok := p.conf["spark.executor.memory"]; ok {
-		n, err := javaMiB(v)
-		if err != nil {
-			return &Refused{Reason: "bad-spark-conf", Message: "spark.executor.memory: " + err.Error()}
-		}
-		memMiB = n
+	m, err := ExecutorMemoryOf(p.conf, isSpark3Image(p.conf["spark.kubernetes.container.image"]))
+	if err != nil {
+		return &Refused{Reason: "bad-spark-conf", Message: err.Error()}
 	}
-	overhead := max(int64(384), memMiB/10)
-	if v, ok := p.conf["spark.executor.memoryOverhead"]; ok {
-		n, err := javaMiB(v)
-		if err != nil {
-			return &Refused{Reason: "bad-spark-conf", Message: "spark.executor.memoryOverhead: " + err.Error()}
-		}
-		overhead = n
-	}
-	total := resource.NewQuantity((memMiB+overhead)<<20, resource.BinarySI)
+	total := resource.NewQuantity(m.Total()<<20, resource.BinarySI)
 	if total.Cmp(*lim.MaxMemory) > 0 {
 		return &Refused{Reason: "over-limit", Message: fmt.Sprintf(
-			"executors would use %dMi (spark.executor.memory plus overhead), over the policy limit limits.executor.maxMemory=%s; lower spark.executor.memory",
-			memMiB+overhead, lim.MaxMemory)}
+			"executors would use %dMi (spark.executor.memory %dMi + overhead %dMi + off-heap %dMi + PySpark %dMi, as Spark sizes executor pods), "+
+				"over the policy limit limits.executor.maxMemory=%s; lower spark.executor.memory or the others",
+			m.Total(), m.Heap, m.Overhead, m.OffHeap, m.PySpark, lim.MaxMemory)}
 	}
 	return nil
 }

@@ -101,8 +101,11 @@ func finishConf(_ *corev1.Pod, p *plan) error {
 	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + envPodName + "}"
 	p.conf["spark.driver.host"] = "${env:" + envPodIP + "}"
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
-	p.conf["spark.app.id"] = p.appID
+	if p.appID != "" { // a template's pods each get their own
+		p.conf["spark.app.id"] = p.appID
+	}
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
+	addJVMNoProxy(p.conf)
 	p.confText = RenderSparkConf(p.conf)
 	return nil
 }

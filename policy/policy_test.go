@@ -118,3 +118,13 @@ func TestNamespaceLayering(t *testing.T) {
 		t.Errorf("another namespace must see cluster values: %+v", other.Spark)
 	}
 }
+
+func TestPolicyRefusesControllerAllocators(t *testing.T) {
+	_, err := Parse([]byte("spark:\n  defaults: {spark.kubernetes.allocation.pods.allocator: statefulset}\n"), "dev")
+	if err == nil || !strings.Contains(err.Error(), "spark.defaults.spark.kubernetes.allocation.pods.allocator") {
+		t.Errorf("err = %v, want one naming the key's path", err)
+	}
+	if _, err := Parse([]byte("spark:\n  enforced: {spark.kubernetes.allocation.pods.allocator: direct}\n"), "dev"); err != nil {
+		t.Errorf("direct refused: %v", err)
+	}
+}

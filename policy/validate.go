@@ -100,6 +100,9 @@ func (v *validator) spark(at string, c SparkConf) {
 			if why, ok := Reserved[k]; ok {
 				v.add(field, "reserved: %s; remove it from the policy", why)
 			}
+			if k == "spark.kubernetes.allocation.pods.allocator" && strings.TrimSpace(section.conf[k]) != "direct" {
+				v.add(field, "%q: only the direct allocator works with sparklet (the others have a controller create the executors, past the sidecar)", section.conf[k])
+			}
 		}
 	}
 }

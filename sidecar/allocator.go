@@ -33,11 +33,11 @@ type allocator struct {
 	slots     chan struct{}
 	now       func() time.Time
 
-	mu        sync.Mutex
-	blocked   time.Time // quota: answer from memory until then
-	backoff   time.Duration
-	lastQuota error
-	inflight  int
+	mu       sync.Mutex
+	blocked  time.Time // the end of the backoff after a failed create
+	backoff  time.Duration
+	apiErr   error // the API server's refusal, repeated to the JVM until blocked
+	inflight int
 
 	createdTotal int       // executors created by this sidecar
 	sinceEvent   int       // created since the last ExecutorsCreated event
@@ -69,9 +69,6 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 	if existing, err := a.state.executor(pod.Name); err == nil {
 		return existing, false, nil
 	}
-	if err := a.checkQuotaBackoff(pod.Name); err != nil {
-		return nil, false, err
-	}
 	driver, ok := a.state.driverPod()
 	if !ok {
 		return nil, false, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
@@ -83,9 +80,12 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 		return nil, false, a.refuse(pod.Name, err)
 	}
 	if err := a.reserve(pod.Name); err != nil {
-		return nil, false, err
+		return nil, false, a.failed(pod.Name, "ExecutorLimit", "executors refused: the executor limit is reached", err, false)
 	}
 	defer a.release()
+	if err := a.checkBackoff(pod.Name); err != nil {
+		return nil, false, err
+	}
 
 	select {
 	case a.slots <- struct{}{}:
@@ -107,9 +107,9 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 		}
 		return nil, false, err
 	case isQuota(err):
-		return nil, false, a.quotaRefused(pod.Name, err)
+		return nil, false, a.failed(pod.Name, "ExecutorQuota", "executors refused by a ResourceQuota", err, true)
 	case err != nil:
-		return nil, false, err
+		return nil, false, a.failed(pod.Name, "ExecutorCreateFailed", "the API server refused an executor", err, true)
 	}
 	a.clearBackoff()
 	a.recordCreated(out.Name)
@@ -123,7 +123,6 @@ func (a *allocator) reserve(name string) error {
 	max := a.policy.Limits.MaxExecutors
 	if max > 0 && a.state.activeExecutors()+a.inflight >= max {
 		err := fmt.Errorf("this application already has %d executors, the policy limit limits.maxExecutors=%d", max, max)
-		a.events.warning("ExecutorLimit", err.Error())
 		return apierrors.NewForbidden(podsGR, name, err)
 	}
 	a.inflight++
@@ -139,11 +138,11 @@ func (a *allocator) release() {
 func (a *allocator) refuse(name string, err error) error {
 	var r *patches.Refused
 	if errors.As(err, &r) {
-		a.events.warning("ExecutorRefused", r.Message)
-		a.log.WithFields(logrus.Fields{"pod": name, "reason": r.Reason}).Warn("executor refused: " + r.Message)
-		return apierrors.NewForbidden(podsGR, name, fmt.Errorf("sparklet policy: %s", r.Message))
+		a.log.WithFields(logrus.Fields{"pod": name, "reason": r.Reason}).Debug("executor refused: " + r.Message)
+		return a.failed(name, "ExecutorRefused", "executors refused by the sparklet policy",
+			apierrors.NewForbidden(podsGR, name, fmt.Errorf("sparklet policy: %s", r.Message)), false)
 	}
-	return apierrors.NewBadRequest(err.Error())
+	return a.failed(name, "ExecutorRefused", "executors refused", apierrors.NewBadRequest(err.Error()), false)
 }
 
 // createdEventEvery spaces the ExecutorsCreated events: one per executor

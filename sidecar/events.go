@@ -1,9 +1,8 @@
 package sidecar
 
 import (
-	"context"
-	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -11,145 +10,128 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/tools/record"
 )
 
-// eventUpdateEvery spaces the writes of a repeated Event.
-const eventUpdateEvery = 10 * time.Second
+// eventQueue bounds the Events waiting to be written; past it they are
+// dropped and logged, as client-go's broadcaster drops when its queue is full.
+const eventQueue = 1000
 
 // recorder writes Events on the driver pod, so `kubectl describe pod`
-// tells what the sidecar did. Repeats of one type and reason fold into one
-// Event, as client-go's EventCorrelator folds repeats into a count
-// (tools/record/events_cache.go, client-go v0.31.0): its count and
-// lastTimestamp grow and its message is the latest. After the first write
-// a series is written at most once per updateEvery, so a JVM that retries
-// a refused executor every second (ExecutorPodsAllocator's
-// spark.kubernetes.allocation.batch.delay, Spark v3.5.0 and v4.0.0) costs
-// the API server one write per period, not one per retry.
+// tells what the sidecar did. client-go's EventCorrelator
+// (tools/record/events_cache.go, client-go v0.36) folds them: a repeat of
+// an Event (same reason and message) becomes a count and lastTimestamp
+// patch on it, similar Events with changing messages are combined after 10
+// in 10 minutes, and each reason is rate limited (25 at once, then one
+// every 5 minutes). Callers never wait for the API server: emit only
+// queues, and one goroutine writes, as client-go's broadcaster does
+// (tools/record/event.go, recordToSink); flush waits for the queue, so the
+// last Events are written before the sidecar exits.
 type recorder struct {
-	client kubernetes.Interface
-	driver *corev1.Pod
-	log    *logrus.Entry
-	// updateEvery is eventUpdateEvery unless a test sets it.
-	updateEvery time.Duration
-
-	mu     sync.Mutex
-	series map[string]*eventSeries
+	sink       record.EventSink
+	correlator *record.EventCorrelator
+	driver     *corev1.Pod
+	log        *logrus.Entry
+	queue      chan *corev1.Event
+	pending    sync.WaitGroup
 }
 
-// eventSeries is one Event and the repeats not yet written to it.
-type eventSeries struct {
-	kind, reason string
-	name         string // the Event's, once created
-	count        int32
-	message      string
-	first, last  time.Time
-	written      time.Time // when the Event was last written
-	writing      bool      // a write is running or scheduled
-	dirty        bool      // repeats since the last write began
+func newRecorder(client kubernetes.Interface, driver *corev1.Pod, log *logrus.Entry) *recorder {
+	r := &recorder{
+		sink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(driver.Namespace)},
+		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
+			// The default key is the source and object only, so one
+			// reason's refusals would silence every other reason.
+			SpamKeyFunc: func(e *corev1.Event) string { return e.Type + "/" + e.Reason },
+		}),
+		driver: driver, log: log,
+		queue: make(chan *corev1.Event, eventQueue),
+	}
+	go r.run()
+	return r
 }
 
 func (r *recorder) normal(reason, msg string)  { r.emit(corev1.EventTypeNormal, reason, msg) }
 func (r *recorder) warning(reason, msg string) { r.emit(corev1.EventTypeWarning, reason, msg) }
 
-// emit records one occurrence. The first of a series is written before
-// emit returns; repeats are written by the series' pending write.
+// emit queues one Event; it never blocks.
 func (r *recorder) emit(kind, reason, msg string) {
-	if r == nil || r.driver == nil {
+	if r == nil {
 		return
 	}
-	now := time.Now()
-	r.mu.Lock()
-	if r.series == nil {
-		r.series = map[string]*eventSeries{}
-	}
-	s := r.series[kind+"/"+reason]
-	if s == nil {
-		s = &eventSeries{kind: kind, reason: reason, first: now}
-		r.series[kind+"/"+reason] = s
-	}
-	s.count++
-	s.message, s.last, s.dirty = msg, now, true
-	if s.writing {
-		r.mu.Unlock()
-		return
-	}
-	s.writing = true
-	wait := r.every() - now.Sub(s.written)
-	first := s.written.IsZero()
-	r.mu.Unlock()
-	if first || wait <= 0 {
-		r.write(s)
-		return
-	}
-	time.AfterFunc(wait, func() { r.write(s) })
-}
-
-func (r *recorder) every() time.Duration {
-	if r.updateEvery > 0 {
-		return r.updateEvery
-	}
-	return eventUpdateEvery
-}
-
-// write creates or updates the series' Event with what it has seen, and
-// schedules the next write if repeats arrived meanwhile.
-func (r *recorder) write(s *eventSeries) {
-	r.mu.Lock()
-	name, count, msg, first, last := s.name, s.count, s.message, s.first, s.last
-	s.dirty = false
-	r.mu.Unlock()
-
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	var err error
-	if name != "" {
-		err = r.update(ctx, name, count, msg, last)
-		if apierrors.IsNotFound(err) { // expired (the API server's --event-ttl)
-			name = ""
-		}
-	}
-	if name == "" {
-		name, err = r.create(ctx, s.kind, s.reason, count, msg, first, last)
-	}
-	if err != nil {
-		r.log.WithError(err).WithField("reason", s.reason).Warn(fmt.Sprintf("could not record event: %s", msg))
-	}
-
-	r.mu.Lock()
-	s.name, s.written = name, time.Now()
-	again := s.dirty
-	s.writing = again
-	r.mu.Unlock()
-	if again {
-		time.AfterFunc(r.every(), func() { r.write(s) })
-	}
-}
-
-func (r *recorder) create(ctx context.Context, kind, reason string, count int32, msg string, first, last time.Time) (string, error) {
+	now := metav1.Now()
 	ev := &corev1.Event{
-		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.driver.Name, first.UnixNano()), Namespace: r.driver.Namespace},
+		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", r.driver.Name, now.UnixNano()), Namespace: r.driver.Namespace},
 		InvolvedObject: corev1.ObjectReference{
 			Kind: "Pod", APIVersion: "v1", Name: r.driver.Name, Namespace: r.driver.Namespace, UID: r.driver.UID,
 		},
 		Reason: reason, Message: msg, Type: kind,
-		FirstTimestamp: metav1.NewTime(first), LastTimestamp: metav1.NewTime(last), Count: count,
+		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		Source: corev1.EventSource{Component: "sparklet-sidecar"},
 	}
-	if _, err := r.client.CoreV1().Events(r.driver.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
-		return "", err
+	r.pending.Add(1)
+	select {
+	case r.queue <- ev:
+	default:
+		r.pending.Done()
+		r.log.WithField("reason", reason).Warn("event queue full, dropped: " + msg)
 	}
-	return ev.Name, nil
 }
 
-// update patches count, lastTimestamp and message, as client-go's
-// recorder patches a repeated Event.
-func (r *recorder) update(ctx context.Context, name string, count int32, msg string, last time.Time) error {
-	patch, err := json.Marshal(map[string]any{"count": count, "message": msg, "lastTimestamp": metav1.NewTime(last)})
-	if err != nil {
-		return err
+func (r *recorder) run() {
+	for ev := range r.queue {
+		r.write(ev)
+		r.pending.Done()
 	}
-	_, err = r.client.CoreV1().Events(r.driver.Namespace).Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{})
-	return err
+}
+
+// write correlates one Event and creates it, or patches the Event it
+// repeats.
+func (r *recorder) write(ev *corev1.Event) {
+	result, err := r.correlator.EventCorrelate(ev)
+	if err != nil {
+		r.log.WithError(err).Warn("correlate event")
+	}
+	if result == nil || result.Skip {
+		return
+	}
+	var out *corev1.Event
+	if result.Event.Count > 1 {
+		out, err = r.sink.Patch(result.Event, result.Patch)
+	}
+	if result.Event.Count <= 1 || apierrors.IsNotFound(err) { // new, or expired (--event-ttl)
+		result.Event.ResourceVersion = ""
+		out, err = r.sink.Create(result.Event)
+	}
+	if err != nil {
+		r.log.WithError(err).WithField("reason", ev.Reason).Warn("could not record event: " + ev.Message)
+		return
+	}
+	r.correlator.UpdateState(out)
+}
+
+// flush waits up to timeout for the queued Events to be written.
+func (r *recorder) flush(timeout time.Duration) {
+	if r == nil {
+		return
+	}
+	done := make(chan struct{})
+	go func() { r.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		r.log.Warn("events not all written before exit")
+	}
+}
+
+// eventMessage drops an executor's name from a message, so that the
+// refusals of the executors the JVM retries under new names repeat one
+// Event instead of starting new ones.
+func eventMessage(msg, name string) string {
+	if name == "" {
+		return msg
+	}
+	return strings.ReplaceAll(strings.ReplaceAll(msg, fmt.Sprintf("executor %q ", name), "executor "), fmt.Sprintf("%q", name), "an executor")
 }

@@ -11,8 +11,10 @@ import (
 	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 func eventsWithReason(t *testing.T, client *fake.Clientset, reason string) []corev1.Event {
@@ -30,66 +32,102 @@ func eventsWithReason(t *testing.T, client *fake.Clientset, reason string) []cor
 	return out
 }
 
+// waitEvent waits for the one Event with reason to satisfy ok.
+func waitEvent(t *testing.T, client *fake.Clientset, reason string, ok func(corev1.Event) bool) corev1.Event {
+	t.Helper()
+	var last []corev1.Event
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		last = eventsWithReason(t, client, reason)
+		return len(last) == 1 && ok(last[0]), nil
+	})
+	if err != nil {
+		t.Fatalf("want one %s Event: %v; have %+v", reason, err, last)
+	}
+	return last[0]
+}
+
+func testRecorder(client *fake.Clientset) *recorder {
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return newRecorder(client, driver(), log.WithField("component", "test"))
+}
+
 // A JVM retries a refused executor every second, each time under a new
-// name: the refusals fold into one Event, written once per period.
+// name: within a backoff period the refusals cost no Event write, and the
+// Event reads the same for every executor.
 func TestRefusalsFoldIntoOneEvent(t *testing.T) {
 	h := start(t, "")
 	for i := 1; i <= 10; i++ {
 		other := executor(i)
 		other.Labels["spark-app-selector"] = "someone-else"
-		if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", other); code != 403 {
+		if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", other); code != 403 || !strings.Contains(string(body), "someone-else") {
 			t.Fatalf("POST %d: %d %s", i, code, body)
 		}
 	}
-	evs := eventsWithReason(t, h.client, "ExecutorRefused")
-	if len(evs) != 1 {
-		t.Fatalf("%d ExecutorRefused events, want 1", len(evs))
-	}
+	ev := waitEvent(t, h.client, "ExecutorRefused", func(corev1.Event) bool { return true })
+	h.sc.events.flush(5 * time.Second)
 	if n := h.actions("create", "events") - len(eventsWithReason(t, h.client, "SidecarReady")); n != 1 {
 		t.Errorf("%d Event creates for refusals, want 1", n)
 	}
 	if n := h.actions("patch", "events"); n != 0 {
-		t.Errorf("%d Event patches within one period, want 0", n)
+		t.Errorf("%d Event patches within one backoff period, want 0", n)
 	}
-	if !strings.Contains(evs[0].Message, "someone-else") {
-		t.Errorf("message %q does not say why", evs[0].Message)
+	if !strings.Contains(ev.Message, "someone-else") || strings.Contains(ev.Message, "pi-exec-1") {
+		t.Errorf("message %q does not say why, or names one executor", ev.Message)
 	}
 }
 
-func TestRepeatsUpdateCountAndMessage(t *testing.T) {
+// Repeats of one Event become its count, through client-go's correlator.
+func TestRepeatsUpdateCount(t *testing.T) {
 	client := fake.NewClientset()
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	r := &recorder{client: client, driver: driver(), log: log.WithField("component", "test"), updateEvery: 50 * time.Millisecond}
-	for i := 1; i <= 20; i++ {
-		r.warning("ExecutorRefused", fmt.Sprintf("refusal %d", i))
+	r := testRecorder(client)
+	for i := 1; i <= 5; i++ {
+		r.warning("ExecutorQuota", "executors refused by a ResourceQuota")
 	}
 	r.normal("SidecarReady", "ready")
-	var last corev1.Event
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
-		evs := eventsWithReason(t, client, "ExecutorRefused")
-		if len(evs) != 1 {
-			return false, fmt.Errorf("%d ExecutorRefused events, want 1", len(evs))
-		}
-		last = evs[0]
-		return last.Count == 20, nil
-	})
-	if err != nil {
-		t.Fatalf("%v; last event %+v", err, last)
-	}
-	if last.Message != "refusal 20" || last.Type != corev1.EventTypeWarning || !last.LastTimestamp.After(last.FirstTimestamp.Time) && !last.LastTimestamp.Equal(&last.FirstTimestamp) {
-		t.Errorf("event %+v", last)
+	r.flush(5 * time.Second)
+	ev := waitEvent(t, client, "ExecutorQuota", func(e corev1.Event) bool { return e.Count == 5 })
+	if ev.Type != corev1.EventTypeWarning || ev.InvolvedObject.UID != "driver-uid" {
+		t.Errorf("event %+v", ev)
 	}
 	if n := len(eventsWithReason(t, client, "SidecarReady")); n != 1 {
 		t.Errorf("%d SidecarReady events, want 1: another reason is another Event", n)
 	}
-	patches := 0
-	for _, a := range client.Actions() {
-		if a.GetVerb() == "patch" {
-			patches++
+}
+
+// emit never waits for the API server, so it may be called anywhere,
+// under a lock or in the JVM's request.
+func TestEmitDoesNotWaitForTheAPIServer(t *testing.T) {
+	client := fake.NewClientset()
+	release := make(chan struct{})
+	client.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		<-release
+		return false, nil, nil
+	})
+	r := testRecorder(client)
+	done := make(chan struct{})
+	go func() {
+		for i := 0; i < 50; i++ {
+			r.warning("ExecutorRefused", fmt.Sprint("refusal ", i))
 		}
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("emit blocked while the API server did not answer")
 	}
-	if patches > 2 {
-		t.Errorf("%d patches for 19 repeats within a few periods, want at most 2", patches)
+	close(release)
+	r.flush(5 * time.Second)
+	if len(eventsWithReason(t, client, "ExecutorRefused")) == 0 {
+		t.Error("no Event written once the API server answered")
+	}
+}
+
+func TestEventMessageDropsTheExecutorName(t *testing.T) {
+	got := eventMessage(`pods "pi-exec-7" is forbidden: sparklet policy: executor "pi-exec-7" mounts hostPath volume "x"`, "pi-exec-7")
+	want := `pods an executor is forbidden: sparklet policy: executor mounts hostPath volume "x"`
+	if got != want {
+		t.Errorf("got %q, want %q", got, want)
 	}
 }

@@ -78,10 +78,12 @@ func (s *Sidecar) cleanupAndReport(why string) error {
 	if err != nil {
 		s.events.warning("CleanupFailed", err.Error())
 		s.log.WithError(err).Error("cleanup failed")
+		s.events.flush(5 * time.Second)
 		return err
 	}
 	msg := fmt.Sprintf("%s: deleted the executors, executor ConfigMaps and PVCs of %s in %s", why, s.appID, time.Since(start).Round(time.Millisecond))
 	s.events.normal("CleanedUp", msg)
 	s.log.Info(msg)
+	s.events.flush(5 * time.Second)
 	return nil
 }

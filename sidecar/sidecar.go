@@ -27,6 +27,7 @@ type Sidecar struct {
 	metrics *metrics
 	appID   string
 	events  *recorder
+	api     *API // once prepared
 	ready   chan struct{}
 	addr    string // where the JVM's API listens, once ready
 }
@@ -68,6 +69,7 @@ func (s *Sidecar) Run(ctx context.Context, client kubernetes.Interface) error {
 	if err != nil {
 		return err
 	}
+	s.api = api
 	stopAPI, err := s.serve(api)
 	if err != nil {
 		return err
@@ -124,11 +126,12 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 		return fmt.Errorf("pod %s has no %s label: it was not injected by the sparklet webhook", own.Name, patches.LabelAppID)
 	}
 	s.log = s.log.WithField("app", s.appID)
-	s.events = &recorder{client: s.client, driver: own, log: s.log}
+	s.events = newRecorder(s.client, own, s.log)
 	if want := s.cfg.ConfSHA256; want != "" && patches.ConfDigest(own.Annotations[patches.AnnotationEffectiveConf]) != want {
 		msg := fmt.Sprintf("annotation %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
 			patches.AnnotationEffectiveConf)
 		s.events.warning("ConfigurationTampered", msg)
+		s.events.flush(5 * time.Second)
 		return errors.New(msg)
 	}
 	return nil

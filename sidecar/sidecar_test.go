@@ -260,6 +260,7 @@ func TestQuotaBackoffShieldsTheAPIServer(t *testing.T) {
 	if n := h.actions("create", "pods"); n != 1 {
 		t.Errorf("%d creates reached the API server during one backoff period, want 1", n)
 	}
+	h.sc.events.flush(5 * time.Second) // Events are written asynchronously
 	events, _ := h.client.CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{})
 	quota := 0
 	for _, e := range events.Items {

@@ -190,7 +190,8 @@ var generatedAppID = regexp.MustCompile(`^spark-[0-9a-f]{16}$`)
 // withGoldenAppID returns the admitted pod out with the application id
 // generated for it replaced by goldenAppID, and the sidecar's digest of
 // the effective configuration, which holds the id, by the digest of the
-// configuration so rewritten. A pod that arrived with an id keeps it.
+// configuration so rewritten. A pod that arrived with an id it keeps is
+// left as it is.
 func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	t.Helper()
 	var sent, admitted corev1.Pod
@@ -201,7 +202,7 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 		t.Fatal(err)
 	}
 	id, labelled := admitted.Labels[patches.LabelAppID]
-	if !labelled || sent.Labels[patches.LabelAppID] != "" {
+	if !labelled || sent.Labels[patches.LabelAppID] == id {
 		return out
 	}
 	if !generatedAppID.MatchString(id) {

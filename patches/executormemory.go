@@ -1,0 +1,119 @@
+package patches
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// ExecutorMemory is the memory of an executor pod as Spark sizes it for the
+// default resource profile, in MiB.
+type ExecutorMemory struct {
+	Heap, Overhead, OffHeap, PySpark int64
+}
+
+// Total is the pod's memory request and limit: what
+// BasicExecutorFeatureStep puts in the executor container's resources.
+func (m ExecutorMemory) Total() int64 { return m.Heap + m.Overhead + m.OffHeap + m.PySpark }
+
+// Spark's defaults for the executor memory keys.
+const (
+	defaultExecutorMemoryMiB = 1024 // spark.executor.memory
+	defaultMinOverheadMiB    = 384  // MEMORY_OVERHEAD_MIN_MIB; spark.executor.minMemoryOverhead in 4.x
+	defaultOverheadFactor    = 0.1  // spark.kubernetes.memoryOverheadFactor
+)
+
+// ExecutorMemoryOf computes an executor's memory from a client-mode
+// driver's Spark configuration, as Spark does:
+//
+//   - BasicExecutorFeatureStep.scala (v3.5.x, v4.0.x, v4.3.0) takes the
+//     overhead factor from spark.executor.memoryOverheadFactor when set,
+//     else spark.kubernetes.memoryOverheadFactor (0.1), and sizes the pod
+//     with ResourceProfile.getResourcesForClusterManager:
+//     heap + overhead + off-heap + PySpark memory.
+//   - ResourceProfile.calculateOverHeadMemory: spark.executor.memoryOverhead
+//     when set, else max(int(factor x heap), minimum), where the minimum is
+//     384 MiB in 3.x and spark.executor.minMemoryOverhead (384m) from 4.0.
+//   - Off-heap memory counts when spark.memory.offHeap.enabled is true
+//     (Utils.checkOffHeapEnabled: spark.memory.offHeap.size must then be > 0).
+//   - spark.executor.pyspark.memory counts only for a Python application,
+//     which BasicExecutorFeatureStep reads from spark.kubernetes.resource.type.
+//     Only cluster mode's DriverCommandFeatureStep sets that key, and only
+//     cluster mode's BasicDriverFeatureStep raises the default factor to 0.4
+//     for non-JVM applications (NON_JVM_MEMORY_OVERHEAD_FACTOR); in client
+//     mode, where sparklet runs drivers, neither happens unless the
+//     configuration sets them.
+//
+// spark3 selects the 3.x rules (no spark.executor.minMemoryOverhead).
+// Errors name the key at fault.
+func ExecutorMemoryOf(conf map[string]string, spark3 bool) (ExecutorMemory, error) {
+	var m ExecutorMemory
+	var err error
+	if m.Heap, err = confMiB(conf, "spark.executor.memory", defaultExecutorMemoryMiB); err != nil {
+		return m, err
+	}
+	factor := defaultOverheadFactor
+	for _, k := range []string{"spark.kubernetes.memoryOverheadFactor", "spark.executor.memoryOverheadFactor"} {
+		if v, ok := conf[k]; ok {
+			f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			if perr != nil || f <= 0 {
+				return m, fmt.Errorf("%s=%q is not a positive number such as 0.1", k, v)
+			}
+			factor = f
+		}
+	}
+	minOverhead := int64(defaultMinOverheadMiB)
+	if !spark3 {
+		if minOverhead, err = confMiB(conf, "spark.executor.minMemoryOverhead", defaultMinOverheadMiB); err != nil {
+			return m, err
+		}
+	}
+	// Scala's Double.toInt saturates at Int.MaxValue.
+	m.Overhead = max(int64(min(factor*float64(m.Heap), math.MaxInt32)), minOverhead)
+	if _, ok := conf["spark.executor.memoryOverhead"]; ok {
+		if m.Overhead, err = confMiB(conf, "spark.executor.memoryOverhead", 0); err != nil {
+			return m, err
+		}
+	}
+	if strings.EqualFold(strings.TrimSpace(conf["spark.memory.offHeap.enabled"]), "true") {
+		size, set := conf["spark.memory.offHeap.size"]
+		b, err := javaBytes(size, 1)
+		if set && err != nil {
+			return m, fmt.Errorf("spark.memory.offHeap.size: %v", err)
+		}
+		if b <= 0 {
+			return m, fmt.Errorf("spark.memory.offHeap.enabled is true, so spark.memory.offHeap.size must be set above 0 (Spark refuses it otherwise); set it, e.g. to 2g")
+		}
+		m.OffHeap = b >> 20
+	}
+	if strings.TrimSpace(conf["spark.kubernetes.resource.type"]) == "python" {
+		if m.PySpark, err = confMiB(conf, "spark.executor.pyspark.memory", 0); err != nil {
+			return m, err
+		}
+	}
+	return m, nil
+}
+
+// confMiB reads a MiB-default memory key, or def when absent.
+func confMiB(conf map[string]string, key string, def int64) (int64, error) {
+	v, ok := conf[key]
+	if !ok {
+		return def, nil
+	}
+	n, err := javaMiB(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %v", key, err)
+	}
+	return n, nil
+}
+
+// isSpark3Image tells from an image tag such as apache/spark:3.5.4 that the
+// image runs Spark 3.x. Other tags are taken as 4.x.
+func isSpark3Image(image string) bool {
+	name := image[strings.LastIndex(image, "/")+1:]
+	name, _, _ = strings.Cut(name, "@")
+	_, tag, ok := strings.Cut(name, ":")
+	tag = strings.TrimPrefix(tag, "v")
+	return ok && strings.HasPrefix(tag, "3.")
+}
