@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -77,7 +76,7 @@ func (p *Policy) Validate() error {
 	if len(v.errs) == 0 {
 		return nil
 	}
-	return errors.New("policy: " + strings.Join(v.errs, "; "))
+	return &Error{Problems: v.errs}
 }
 
 type validator struct{ errs []string }
