@@ -130,6 +130,13 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.Info("skipped: not a pod create")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
+	pol := h.policy()
+	if pol == nil {
+		// Not ready, so normally not called; a direct call still fails closed.
+		h.metrics.admissions.WithLabelValues("error", "no policy").Inc()
+		log.Error("refused: no valid policy loaded")
+		return errorResponse(http.StatusServiceUnavailable, "the sparklet webhook has no valid policy loaded; see its log or run sparklet policy validate on the policy file")
+	}
 	skipped := ""
 	var name string
 	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
@@ -140,7 +147,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log = log.WithField("name", name)
 		log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
+		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: pol.For(req.Namespace), Version: version.Version})
 		return err
 	})
 	var refused *patches.Refused
