@@ -39,6 +39,8 @@ func TestHelpUnknownFlagsAndStrayArguments(t *testing.T) {
 		{args: []string{"inject", "-h"}, stdout: "--ignore-cluster"},
 		{args: []string{"policy", "-h"}, stdout: "validate"},
 		{args: []string{"policy", "validate", "-h"}, stdout: "Exit codes"},
+		{args: []string{"check", "-h"}, stdout: "--namespace"},
+		{args: []string{"check", "a", "b"}, code: exitUsage, stderr: `unexpected argument "b"`},
 		{args: []string{"version", "-h"}, stdout: "--output"},
 		{args: []string{"completion", "bash"}, stdout: "__start_sparklet"},
 		{args: []string{"completion", "zsh"}, stdout: "#compdef sparklet"},

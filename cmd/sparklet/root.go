@@ -55,7 +55,7 @@ func newRootCmd(a *app) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(
 		newWebhookCmd(a), newSidecarCmd(a), newInitCmd(a),
-		newInjectCmd(a), newPolicyCmd(a), newVersionCmd(a),
+		newInjectCmd(a), newPolicyCmd(a), newCheckCmd(a), newVersionCmd(a),
 	)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root

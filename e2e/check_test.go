@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/patches"
+)
+
+// sparkletCheck runs `sparklet check` against the local control plane with
+// the webhook's policy file.
+func sparkletCheck(t *testing.T, args ...string) string {
+	t.Helper()
+	policy, _ := filepath.Abs("../examples/policy.yaml")
+	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
+		append([]string{"check", "--kubeconfig", env.Cluster.Kubeconfig(), "--policy", policy}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("sparklet check %v: %v\n%s%s", args, err, out.String(), errb.String())
+	}
+	return out.String()
+}
+
+func requireLines(t *testing.T, out string, want ...string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("sparklet check output lacks %q:\n%s", w, out)
+		}
+	}
+}
+
+func TestCheckNamespaces(t *testing.T) {
+	optedIn, notOptedIn := namespace(t, true), namespace(t, false)+"-no"
+	if err := env.CreateNamespace(ctxFor(t), notOptedIn, false); err != nil {
+		t.Fatal(err)
+	}
+	requireLines(t, sparkletCheck(t, "-n", optedIn),
+		"namespace/"+optedIn+": pods labelled spark-role=driver will be injected\n",
+		"webhook sparklet (pods.sparklet.io): namespace matches its namespaceSelector (kubernetes.io/metadata.name notin (kube-system,sparklet-system),sparklet.io/inject=enabled)",
+		"policy: "+filepath.Join(mustAbs(t, "../examples"), "policy.yaml")+"; cluster rules only (no namespaces."+optedIn+" section)",
+		"driver ServiceAccount spark-driver: present")
+	requireLines(t, sparkletCheck(t, "namespace/"+notOptedIn),
+		"namespace/"+notOptedIn+": pods will NOT be injected\n",
+		"webhook sparklet (pods.sparklet.io): namespace "+notOptedIn+" does not match its namespaceSelector: wants sparklet.io/inject=enabled, has no sparklet.io/inject label",
+		"to opt in: kubectl label namespace "+notOptedIn+" sparklet.io/inject=enabled",
+		"driver ServiceAccount spark-driver: missing in "+notOptedIn)
+}
+
+func mustAbs(t *testing.T, p string) string {
+	t.Helper()
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return abs
+}
+
+func TestCheckPods(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	pods := env.Client.CoreV1().Pods(ns)
+
+	plain := examplePod(t, "spark-pi-pod.yaml")
+	plain.Name, plain.Labels = "plain", map[string]string{"app": "web"}
+	if _, err := pods.Create(ctx, plain, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	requireLines(t, sparkletCheck(t, "plain", "-n", ns),
+		"pod/plain: not injected\n",
+		"webhook sparklet (pods.sparklet.io): the pod does not match its objectSelector: wants spark-role=driver, has no spark-role label",
+		"sparklet skips it: not labelled spark-role=driver")
+
+	driver, err := pods.Create(ctx, examplePod(t, "spark-pi-pod.yaml"), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	appID := driver.Labels[patches.LabelAppID]
+	// Executors as the sidecar labels them: two that kwok runs, one that
+	// no node takes.
+	for i, selector := range []map[string]string{nil, nil, {"no-such-node": "true"}} {
+		exec := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: driver.Name + "-exec-" + string(rune('1'+i)), Labels: map[string]string{patches.LabelAppID: appID, patches.LabelRole: "executor"}},
+			Spec:       corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.4"}}},
+		}
+		if _, err := pods.Create(ctx, exec, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = env.Client.CoreV1().Events(ns).Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: driver.Name + "."},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: driver.Name, UID: driver.UID, APIVersion: "v1"},
+		Reason:         "ExecutorQuotaExceeded", Message: "exceeded quota: executors", Type: corev1.EventTypeWarning,
+		Source: corev1.EventSource{Component: "sparklet-sidecar"}, Count: 3,
+		FirstTimestamp: metav1.Now(), LastTimestamp: metav1.Now(),
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: patches.LabelRole + "=executor"})
+		if err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range list.Items {
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
+		}
+		d, err := pods.Get(ctx, driver.Name, metav1.GetOptions{})
+		return running == 2 && err == nil && d.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("the driver and two executors did not reach Running on kwok: %v", err)
+	}
+	requireLines(t, sparkletCheck(t, "pod/"+driver.Name, "-n", ns),
+		"pod/"+driver.Name+": injected by sparklet ",
+		", application "+appID+", Spark container spark\n",
+		"  phase: Running\n",
+		"  sidecar sparklet-sidecar: running",
+		"  executors: 3 (1 Pending, 2 Running)\n",
+		"Warning  ExecutorQuotaExceeded  sparklet-sidecar: exceeded quota: executors (x3)")
+}
