@@ -27,8 +27,19 @@ func Parse(data []byte, version string) (*Policy, error) {
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	if _, ok := raw.(map[string]any); !ok {
+	obj, ok := raw.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("policy: the document must be a mapping, got %s", jsonKind(raw))
+	}
+	literals, err := scanYAML(data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := confValuesAsStrings(obj, literals); len(errs) > 0 {
+		return nil, &Error{Problems: errs}
+	}
+	if jsonData, err = json.Marshal(obj); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
 	}
 	if errs := checkFields(raw, reflect.TypeOf(Policy{}), ""); len(errs) > 0 {
 		return nil, &Error{Problems: errs}
@@ -142,6 +153,8 @@ func jsonKind(v any) string {
 		return "a number"
 	case bool:
 		return "a boolean"
+	case map[string]any:
+		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
 }

@@ -103,6 +103,9 @@ func (v *validator) spark(at string, c SparkConf) {
 }
 
 func (v *validator) pod(at string, s PodSettings, executor bool) {
+	for _, e := range podFieldErrors(at, s) {
+		v.errs = append(v.errs, e.Error())
+	}
 	seen := map[string]bool{}
 	for i, e := range s.Env {
 		field := fmt.Sprintf("%s.env[%d]", at, i)
@@ -245,7 +248,7 @@ func (v *validator) images(at string, patterns []string) {
 			v.add(fmt.Sprintf("%s[%d]", at, i), "empty pattern")
 			continue
 		}
-		if _, err := path.Match(p, ""); err != nil {
+		if _, err := path.Match(normalizePattern(p), ""); err != nil {
 			v.add(fmt.Sprintf("%s[%d]", at, i), "%q is not a valid pattern (path.Match syntax: *, ?, [a-z])", p)
 		}
 	}

@@ -85,19 +85,6 @@ func noArgs(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// exactArgs wants n positional arguments, named in the message.
-func exactArgs(n int, what string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		switch {
-		case len(args) < n:
-			return usageError{fmt.Errorf("%s is required", what)}
-		case len(args) > n:
-			return usageError{fmt.Errorf("unexpected argument %q: %q takes only %s", args[n], cmd.CommandPath(), what)}
-		}
-		return nil
-	}
-}
-
 // execute runs the command line and returns the exit code. Errors go to
 // standard error as one "Error: ..." line, with a pointer to the help for
 // usage errors, as kubectl prints them.
