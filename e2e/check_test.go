@@ -133,3 +133,56 @@ func TestCheckPods(t *testing.T) {
 		"  executors: 3 (1 Pending, 2 Running)\n",
 		"Warning  ExecutorQuotaExceeded  sparklet-sidecar: exceeded quota: executors (x3)")
 }
+
+// policy validate --server-dry-run lets the API server judge what local
+// validation cannot: a PriorityClass or a ServiceAccount that does not
+// exist, a field path the API does not know.
+func TestPolicyValidateServerDryRun(t *testing.T) {
+	ns := namespace(t, true)
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	validate := func(args ...string) (string, int) {
+		cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
+			append([]string{"policy", "validate", "--server-dry-run", "--kubeconfig", env.Cluster.Kubeconfig()}, args...)...)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	example, _ := filepath.Abs("../examples/policy.yaml")
+	if out, code := validate("-n", ns, example); code != 0 {
+		t.Errorf("the example policy in a namespace with its driver ServiceAccount: exit %d\n%s", code, out)
+	}
+	out, code := validate("-n", "default", example)
+	if code != 1 || !strings.Contains(out, `driver.defaults: the API server refuses it (dry run in namespace default): `) || !strings.Contains(out, `"spark-driver" not found`) {
+		t.Errorf("the example policy where spark-driver does not exist: exit %d\n%s", code, out)
+	}
+	bad := write("bad.yaml", `driver:
+  defaults:
+    priorityClassName: no-such-class
+executor:
+  enforced:
+    env:
+    - {name: WHO, valueFrom: {fieldRef: {fieldPath: metadata.bogus}}}
+namespaces:
+  no-such-namespace:
+    limits: {maxExecutors: 1}
+`)
+	out, code = validate("-n", ns, bad)
+	if code != 1 {
+		t.Errorf("exit %d, want 1\n%s", code, out)
+	}
+	requireLines(t, out,
+		"  - driver.defaults: the API server refuses it (dry run in namespace "+ns+"): ", "no-such-class",
+		"  - executor.enforced: the API server refuses it (dry run in namespace "+ns+"): spec.containers[0].env[0].valueFrom.fieldRef.fieldPath: ", "metadata.bogus",
+		"bad.yaml: note: namespaces.no-such-namespace: namespace no-such-namespace does not exist; its sections were not tried")
+	// Nothing was stored.
+	pods, err := env.Client.CoreV1().Pods(ns).List(ctxFor(t), metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("the dry run left pods: %v, %v", pods, err)
+	}
+}
