@@ -132,6 +132,14 @@ func TestCheckPods(t *testing.T) {
 		"  sidecar sparklet-sidecar: running",
 		"  executors: 3 (1 Pending, 2 Running)\n",
 		"Warning  ExecutorQuotaExceeded  sparklet-sidecar: exceeded quota: executors (x3)")
+
+	// Shell completion offers the namespace's pods.
+	out, err := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
+		"__complete", "check", "--kubeconfig", env.Cluster.Kubeconfig(), "-n", ns, "").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	requireLines(t, string(out), "plain\n", driver.Name+"\n", ":4\n")
 }
 
 // policy validate --server-dry-run lets the API server judge what local

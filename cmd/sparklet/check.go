@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/check"
 	"github.com/sparklet/sparklet/internal/version"
@@ -70,8 +71,45 @@ func newCheckCmd(a *app) *cobra.Command {
 			return err
 		},
 	}
+	// Completion lists the namespace's pods and the cluster's namespaces.
+	cmd.ValidArgsFunction = func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		client, ctxNS, err := kube.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		if cmd.Flags().Changed("namespace") {
+			ctxNS = namespace
+		}
+		pods, err := client.CoreV1().Pods(ctxNS).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]string, 0, len(pods.Items))
+		for _, p := range pods.Items {
+			names = append(names, p.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	}
 	fs := cmd.Flags()
 	fs.StringVarP(&namespace, "namespace", "n", "", "the namespace (default: the kubeconfig context's)")
+	_ = cmd.RegisterFlagCompletionFunc("namespace", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		client, _, err := kube.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		list, err := client.CoreV1().Namespaces().List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		names := make([]string, 0, len(list.Items))
+		for _, n := range list.Items {
+			names = append(names, n.Name)
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
 	fs.StringVar(&opts.WebhookConfig, "webhook-config", "", "only this MutatingWebhookConfiguration (default: every one with a "+check.WebhookName+" webhook)")
 	fs.IntVar(&opts.Events, "events", 10, "how many of a driver pod's last Events to show")
 	kube.register(fs)
