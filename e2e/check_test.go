@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/patches"
+	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 // sparkletCheck runs `sparklet check` against the local control plane with
@@ -192,5 +193,43 @@ namespaces:
 	pods, err := env.Client.CoreV1().Pods(ns).List(ctxFor(t), metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("the dry run left pods: %v, %v", pods, err)
+	}
+}
+
+// sparklet inject reads the chart's policy ConfigMap from the cluster by
+// default, as istioctl kube-inject reads its template.
+func TestInjectReadsThePolicyFromTheCluster(t *testing.T) {
+	ctx := ctxFor(t)
+	ns := namespace(t, true)
+	const cmName = "inject-test-sparklet-policy"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: testenv.WebhookNamespace},
+		Data: map[string]string{"policy.yaml": "spark:\n  defaults: {spark.ui.showConsoleProgress: false}\n"}}
+	if _, err := env.Client.CoreV1().ConfigMaps(testenv.WebhookNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = env.Client.CoreV1().ConfigMaps(testenv.WebhookNamespace).Delete(context.Background(), cmName, metav1.DeleteOptions{})
+	})
+	pod, err := os.ReadFile("../examples/spark-pi-pod.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inject := func(args ...string) (string, string, int) {
+		cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
+			append([]string{"inject", "-f", "-", "--kubeconfig", env.Cluster.Kubeconfig(), "--log-level=error"}, args...)...)
+		cmd.Stdin = bytes.NewReader(pod)
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		_ = cmd.Run()
+		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+	}
+	out, stderr, code := inject("-n", ns, "--policy-namespace", testenv.WebhookNamespace, "--policy-configmap", cmName)
+	if code != 0 || strings.TrimSpace(stderr) != "pod/spark-pi: injected" {
+		t.Fatalf("exit %d, stderr %q", code, stderr)
+	}
+	requireLines(t, out, "spark.ui.showConsoleProgress false\n", "spark.kubernetes.namespace "+ns+"\n")
+	_, stderr, code = inject("--policy-namespace", testenv.WebhookNamespace, "--policy-configmap", "missing")
+	if code != 1 || !strings.Contains(stderr, "read the policy from ConfigMap "+testenv.WebhookNamespace+"/missing: not found; name your release's with --policy-namespace and --policy-configmap, or work offline with --policy FILE or --ignore-cluster") {
+		t.Errorf("a missing ConfigMap: exit %d, stderr %q", code, stderr)
 	}
 }
