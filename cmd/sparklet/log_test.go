@@ -69,3 +69,33 @@ func TestKlogGoesToLogrus(t *testing.T) {
 		}
 	}
 }
+
+// Every subcommand routes klog into its own JSON log before it runs.
+func TestEverySubcommandRoutesKlog(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"policy.yaml": "limits: {maxExecutors: 1}\n"})
+	for _, args := range [][]string{
+		{"version"},
+		{"policy", "validate", dir + "/policy.yaml"},
+		{"inject", "-f", "-", "--ignore-cluster"},
+		{"check", "--kubeconfig", dir + "/policy.yaml"}, // fails, after the logger is set up
+		{"init", "--annotation-file", dir + "/missing", "--termination-log", dir + "/termination-log"},
+		{"sidecar"}, // fails validation without its env
+		{"webhook"}, // fails validation without certificates
+	} {
+		t.Run(args[0], func(t *testing.T) {
+			t.Cleanup(klog.ClearLogger)
+			var out, errOut strings.Builder
+			execute(&app{stdin: strings.NewReader(""), stdout: &out, stderr: &errOut}, args)
+			errOut.Reset()
+			klog.InfoS("from client-go", "subcommand", args[0])
+			lines := jsonLines(t, errOut.String())
+			want := args[0]
+			if want == "policy" {
+				want = "policy-validate"
+			}
+			if len(lines) != 1 || lines[0]["component"] != want || lines[0]["logger"] != "client-go" || lines[0]["msg"] != "from client-go" {
+				t.Errorf("klog after %v: %s", args, errOut.String())
+			}
+		})
+	}
+}

@@ -43,7 +43,9 @@ func newRootCmd(a *app) *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := newLogger(a.stderr, a.logLevel, cmd.Name())
+			// The component is the subcommand: webhook, sidecar, policy-validate...
+			component := strings.ReplaceAll(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" "), " ", "-")
+			log, err := newLogger(a.stderr, a.logLevel, component)
 			if err != nil {
 				return usageError{err}
 			}
