@@ -6,8 +6,9 @@ COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
 ARG VERSION=dev
+ARG COMMIT=
 RUN CGO_ENABLED=0 go build -trimpath \
-      -ldflags "-s -w -X github.com/sparklet/sparklet/internal/version.Version=${VERSION}" \
+      -ldflags "-s -w -X github.com/sparklet/sparklet/internal/version.Version=${VERSION} -X github.com/sparklet/sparklet/internal/version.Commit=${COMMIT}" \
       -o /out/sparklet ./cmd/sparklet
 
 FROM gcr.io/distroless/static-debian12:nonroot

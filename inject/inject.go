@@ -1,12 +1,12 @@
 // Package inject is the offline injector behind `sparklet inject`.
-// It runs the webhook's mutation over YAML documents, so a platform team
-// can test a policy and a GitOps user can pre-render driver pods.
+// It runs the webhook's mutation over YAML or JSON documents, read as
+// kubectl reads them, so a platform team can test a policy and a GitOps
+// user can pre-render driver pods.
 package inject
 
 import (
-	"bufio"
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -24,10 +24,25 @@ import (
 type Options struct {
 	Policy *policy.Policy
 	// Namespace is used for objects that name none; "default" if empty.
+	// An object that names another namespace is an error, as in kubectl.
 	Namespace string
-	Version   string
+	// NamespaceExplicit says Namespace came from -n, so a different
+	// namespace in an object is an error rather than the object's own.
+	NamespaceExplicit bool
+	Version           string
 	// AppID, when set, replaces the generated application id.
 	AppID string
+	// Output is "yaml" (the default) or "json".
+	Output string
+	// Report, when set, gets one line per object: "kind/name: injected",
+	// "kind/name: skipped (reason)" or "kind/name: refused (reason)".
+	Report io.Writer
+}
+
+// Input is one named source of documents: a file name or "-".
+type Input struct {
+	Name string
+	R    io.Reader
 }
 
 // templatePaths is where each workload kind keeps its pod template.
@@ -37,72 +52,201 @@ var templatePaths = map[string][]string{
 	"Deployment":  {"spec", "template"},
 	"StatefulSet": {"spec", "template"},
 	"ReplicaSet":  {"spec", "template"},
+	"DaemonSet":   {"spec", "template"},
 }
 
 // Run reads YAML documents from r and writes them to w, with driver pods and
 // driver pod templates injected. Other documents pass through unchanged.
-// A refusal stops the run with the webhook's message.
 func Run(r io.Reader, w io.Writer, opts Options) error {
-	docs, err := splitDocuments(r)
-	if err != nil {
-		return err
+	return RunInputs([]Input{{Name: "-", R: r}}, w, opts)
+}
+
+// RunInputs injects every object of every input and writes the result to
+// w. A refused object is reported and the run goes on, so that every
+// refusal is shown; then nothing is written and the error lists them.
+func RunInputs(inputs []Input, w io.Writer, opts Options) error {
+	switch opts.Output {
+	case "", "yaml", "json":
+	default:
+		return fmt.Errorf("--output must be yaml or json, got %q", opts.Output)
 	}
-	for i, doc := range docs {
-		out, err := injectDocument(doc, opts)
+	var outs []output
+	var refusals []string
+	for _, in := range inputs {
+		docs, err := splitDocuments(in.R)
 		if err != nil {
-			return fmt.Errorf("document %d: %w", i+1, err)
+			return fmt.Errorf("%s: %w", in.Name, err)
 		}
+		for i, doc := range docs {
+			at := fmt.Sprintf("%s: document %d", in.Name, i+1)
+			out, refused, err := injectDocument(doc, opts)
+			if err != nil {
+				return fmt.Errorf("%s: %w", at, err)
+			}
+			for _, r := range refused {
+				refusals = append(refusals, at+": "+r)
+			}
+			if out != nil {
+				outs = append(outs, *out)
+			}
+		}
+	}
+	if len(refusals) > 0 {
+		return errors.New(strings.Join(refusals, "\n"))
+	}
+	if opts.Output == "json" {
+		return writeJSON(w, outs)
+	}
+	return writeYAML(w, outs)
+}
+
+// output is one top-level document: its original bytes when nothing in it
+// changed (comments survive), else the object to marshal.
+type output struct {
+	raw     []byte
+	obj     map[string]any
+	changed bool
+}
+
+func writeYAML(w io.Writer, outs []output) error {
+	for i, o := range outs {
 		if i > 0 {
 			if _, err := io.WriteString(w, "---\n"); err != nil {
 				return err
 			}
 		}
-		if _, err := w.Write(out); err != nil {
+		b := o.raw
+		if o.changed {
+			var err error
+			if b, err = yaml.Marshal(o.obj); err != nil {
+				return err
+			}
+		}
+		if _, err := w.Write(b); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func injectDocument(doc []byte, opts Options) ([]byte, error) {
+// writeJSON writes one object as itself and several as a v1 List, as
+// `kubectl get -o json` does.
+func writeJSON(w io.Writer, outs []output) error {
+	var v any
+	if len(outs) == 1 {
+		v = outs[0].obj
+	} else {
+		items := make([]any, 0, len(outs))
+		for _, o := range outs {
+			items = append(items, o.obj)
+		}
+		v = map[string]any{"apiVersion": "v1", "kind": "List", "metadata": map[string]any{}, "items": items}
+	}
+	b, err := json.MarshalIndent(v, "", "    ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// injectDocument handles one document: a single object or a List of them.
+// It returns nil for a document that holds nothing (only comments).
+func injectDocument(doc []byte, opts Options) (*output, []string, error) {
 	jsonDoc, err := yaml.YAMLToJSON(doc)
 	if err != nil {
-		return nil, fmt.Errorf("not valid YAML: %w", err)
+		return nil, nil, fmt.Errorf("not valid YAML: %w", err)
 	}
-	var obj map[string]any
-	if err := json.Unmarshal(jsonDoc, &obj); err != nil || obj == nil {
-		return doc, nil // a list, a scalar or an empty document: not ours
+	var v any
+	if err := json.Unmarshal(jsonDoc, &v); err != nil {
+		return nil, nil, fmt.Errorf("not valid YAML: %w", err)
 	}
+	if v == nil {
+		return nil, nil, nil
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil, fmt.Errorf("want an object with apiVersion and kind, got %s", describeJSON(v))
+	}
+	kind, _ := obj["kind"].(string)
+	if kind == "" {
+		return nil, nil, errors.New("object has no kind; every document needs apiVersion and kind")
+	}
+	out := &output{raw: doc, obj: obj}
+	if items, isList := obj["items"].([]any); isList && strings.HasSuffix(kind, "List") {
+		var refused []string
+		for i, it := range items {
+			item, ok := it.(map[string]any)
+			if !ok {
+				return nil, nil, fmt.Errorf("items[%d]: want an object, got %s", i, describeJSON(it))
+			}
+			changed, refusal, err := injectObject(item, opts)
+			if err != nil {
+				return nil, nil, fmt.Errorf("items[%d]: %w", i, err)
+			}
+			if refusal != "" {
+				refused = append(refused, fmt.Sprintf("items[%d]: %s", i, refusal))
+			}
+			out.changed = out.changed || changed
+		}
+		return out, refused, nil
+	}
+	changed, refusal, err := injectObject(obj, opts)
+	if err != nil || refusal != "" {
+		return nil, nonEmpty(refusal), err
+	}
+	out.changed = changed
+	return out, nil, nil
+}
+
+func nonEmpty(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return []string{s}
+}
+
+// injectObject injects obj in place when it is a driver pod or holds a
+// driver pod template, and reports the outcome. A refusal comes back as
+// its message.
+func injectObject(obj map[string]any, opts Options) (changed bool, refusal string, err error) {
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
 	name := describe(kind, meta)
 	ns := opts.Namespace
-	if v, _ := meta["namespace"].(string); v != "" && ns == "" {
+	if v, _ := meta["namespace"].(string); v != "" {
+		if opts.NamespaceExplicit && v != opts.Namespace {
+			return false, "", fmt.Errorf("%s: the namespace from the object (%q) does not match --namespace %q; pass --namespace=%s or remove one", name, v, opts.Namespace, v)
+		}
 		ns = v
 	}
 	if ns == "" {
 		ns = "default"
 	}
+	skip := func(reason string) (bool, string, error) {
+		opts.report("%s: skipped (%s)", name, reason)
+		return false, "", nil
+	}
 
-	var podObj map[string]any
+	var podObj, tmpl map[string]any
 	if kind == "Pod" {
 		podObj = obj
 	} else if path, ok := templatePaths[kind]; ok {
-		tmpl, _ := lookup(obj, path).(map[string]any)
+		tmpl, _ = lookup(obj, path).(map[string]any)
 		if tmpl == nil {
-			return doc, nil
+			return skip("no pod template at " + strings.Join(path, "."))
 		}
 		podObj = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": tmpl["metadata"], "spec": tmpl["spec"]}
 		if podObj["metadata"] == nil {
 			podObj["metadata"] = map[string]any{}
 		}
 	} else {
-		return doc, nil
+		return skip("a " + kind + " has no pod template")
 	}
 
 	raw, err := json.Marshal(podObj)
 	if err != nil {
-		return nil, err
+		return false, "", err
 	}
 	var res patches.Result
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
@@ -111,43 +255,80 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		opts.report("%s: refused (%v)", name, err)
+		return false, fmt.Sprintf("%s: %v", name, err), nil
 	}
-	if res.Skipped != nil || len(ops) == 0 {
-		return doc, nil
+	for _, w := range res.Warnings {
+		opts.report("%s: warning: %s", name, w)
+	}
+	if res.Skipped != nil {
+		return skip(res.Skipped.Message)
+	}
+	if len(ops) == 0 {
+		return skip("already injected")
 	}
 	patchJSON, err := podpatch.Encode(ops)
 	if err != nil {
-		return nil, err
+		return false, "", err
 	}
 	p, err := jsonpatch.DecodePatch(patchJSON)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return false, "", fmt.Errorf("%s: %w", name, err)
 	}
 	patched, err := p.Apply(raw)
 	if err != nil {
-		return nil, fmt.Errorf("%s: apply patch: %w", name, err)
+		return false, "", fmt.Errorf("%s: apply patch: %w", name, err)
 	}
 	var patchedPod map[string]any
 	if err := json.Unmarshal(patched, &patchedPod); err != nil {
-		return nil, err
+		return false, "", err
 	}
 	if kind == "Pod" {
-		obj = patchedPod
+		for k := range obj {
+			delete(obj, k)
+		}
+		for k, v := range patchedPod {
+			obj[k] = v
+		}
 	} else {
-		tmpl := lookup(obj, templatePaths[kind]).(map[string]any)
 		tmpl["metadata"] = patchedPod["metadata"]
 		tmpl["spec"] = patchedPod["spec"]
 	}
-	return yaml.Marshal(obj)
+	opts.report("%s: injected", name)
+	return true, "", nil
 }
 
+func (o Options) report(format string, args ...any) {
+	if o.Report != nil {
+		fmt.Fprintf(o.Report, format+"\n", args...)
+	}
+}
+
+// describe names an object as kubectl does: kind/name, lower case kind.
 func describe(kind string, meta map[string]any) string {
 	name, _ := meta["name"].(string)
 	if name == "" {
-		name, _ = meta["generateName"].(string)
+		if g, _ := meta["generateName"].(string); g != "" {
+			name = g + "(generated)"
+		} else {
+			name = "(unnamed)"
+		}
 	}
 	return strings.ToLower(kind) + "/" + name
+}
+
+func describeJSON(v any) string {
+	switch v.(type) {
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case float64:
+		return "a number"
+	case bool:
+		return "a boolean"
+	}
+	return fmt.Sprintf("%T", v)
 }
 
 func lookup(obj map[string]any, path []string) any {
@@ -160,32 +341,4 @@ func lookup(obj map[string]any, path []string) any {
 		cur = m[k]
 	}
 	return cur
-}
-
-// splitDocuments splits a YAML stream on "---" separator lines.
-func splitDocuments(r io.Reader) ([][]byte, error) {
-	var docs [][]byte
-	var cur bytes.Buffer
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64*1024), 16*1024*1024)
-	flush := func() {
-		if strings.TrimSpace(cur.String()) != "" {
-			docs = append(docs, append([]byte(nil), cur.Bytes()...))
-		}
-		cur.Reset()
-	}
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "---") && strings.TrimSpace(strings.TrimPrefix(line, "---")) == "" {
-			flush()
-			continue
-		}
-		cur.WriteString(line)
-		cur.WriteByte('\n')
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("read input: %w", err)
-	}
-	flush()
-	return docs, nil
 }

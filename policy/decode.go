@@ -27,11 +27,22 @@ func Parse(data []byte, version string) (*Policy, error) {
 	if raw == nil {
 		raw = map[string]any{}
 	}
-	if _, ok := raw.(map[string]any); !ok {
+	obj, ok := raw.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("policy: the document must be a mapping, got %s", jsonKind(raw))
 	}
+	literals, err := scanYAML(data)
+	if err != nil {
+		return nil, err
+	}
+	if errs := confValuesAsStrings(obj, literals); len(errs) > 0 {
+		return nil, &Error{Problems: errs}
+	}
+	if jsonData, err = json.Marshal(obj); err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
 	if errs := checkFields(raw, reflect.TypeOf(Policy{}), ""); len(errs) > 0 {
-		return nil, fmt.Errorf("policy: %s", strings.Join(errs, "; "))
+		return nil, &Error{Problems: errs}
 	}
 	p := &Policy{}
 	if err := json.Unmarshal(jsonData, p); err != nil {
@@ -142,6 +153,8 @@ func jsonKind(v any) string {
 		return "a number"
 	case bool:
 		return "a boolean"
+	case map[string]any:
+		return "a mapping"
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -153,4 +166,19 @@ func describeTypeError(err error) string {
 		return fmt.Sprintf("%s: expected %s, got a JSON %s", te.Field, te.Type, te.Value)
 	}
 	return err.Error()
+}
+
+// Error is an invalid policy: every problem found, each prefixed with the
+// path of its field.
+type Error struct{ Problems []string }
+
+func (e *Error) Error() string { return "policy: " + strings.Join(e.Problems, "; ") }
+
+// Problems lists an error from Parse one problem per entry.
+func Problems(err error) []string {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Problems
+	}
+	return []string{strings.TrimPrefix(err.Error(), "policy: ")}
 }

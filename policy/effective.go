@@ -2,7 +2,6 @@ package policy
 
 import (
 	"fmt"
-	"path"
 	"reflect"
 	"strings"
 
@@ -78,12 +77,9 @@ func (p *Policy) For(namespace string) *Effective {
 // CheckImage returns an error naming the patterns when image is not allowed.
 func (e *Effective) CheckImage(image string) error {
 	for _, patterns := range e.AllowedImages {
-		ok := false
-		for _, p := range patterns {
-			if m, _ := path.Match(p, image); m {
-				ok = true
-				break
-			}
+		ok, err := matchImage(patterns, image)
+		if err != nil {
+			return err
 		}
 		if !ok {
 			return fmt.Errorf("image %q is not allowed by the sparklet policy; allowed patterns: %s", image, strings.Join(patterns, ", "))

@@ -1,7 +1,6 @@
 package policy
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"path"
@@ -78,7 +77,7 @@ func (p *Policy) Validate() error {
 	if len(v.errs) == 0 {
 		return nil
 	}
-	return errors.New("policy: " + strings.Join(v.errs, "; "))
+	return &Error{Problems: v.errs}
 }
 
 type validator struct{ errs []string }
@@ -108,6 +107,9 @@ func (v *validator) spark(at string, c SparkConf) {
 }
 
 func (v *validator) pod(at string, s PodSettings, executor bool) {
+	for _, e := range podFieldErrors(at, s) {
+		v.errs = append(v.errs, e.Error())
+	}
 	seen := map[string]bool{}
 	for i, e := range s.Env {
 		field := fmt.Sprintf("%s.env[%d]", at, i)
@@ -250,7 +252,7 @@ func (v *validator) images(at string, patterns []string) {
 			v.add(fmt.Sprintf("%s[%d]", at, i), "empty pattern")
 			continue
 		}
-		if _, err := path.Match(p, ""); err != nil {
+		if _, err := path.Match(normalizePattern(p), ""); err != nil {
 			v.add(fmt.Sprintf("%s[%d]", at, i), "%q is not a valid pattern (path.Match syntax: *, ?, [a-z])", p)
 		}
 	}

@@ -143,6 +143,13 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.Info("skipped: not a pod create")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
+	pol := h.policy()
+	if pol == nil {
+		// Not ready, so normally not called; a direct call still fails closed.
+		h.metrics.admissions.WithLabelValues("error", "no policy").Inc()
+		log.Error("refused: no valid policy loaded")
+		return errorResponse(http.StatusServiceUnavailable, "the sparklet webhook has no valid policy loaded; see its log or run sparklet policy validate on the policy file")
+	}
 	var res patches.Result
 	var name string
 	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
@@ -155,13 +162,10 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 			log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		}
 		in := patches.Input{Namespace: req.Namespace, Version: version.Version}
-		if pol := h.policy(); pol != nil {
-			var err error
-			if in.Policy, in.PolicyJSON, err = h.effective.get(pol, req.Namespace); err != nil {
-				return err
-			}
-		}
 		var err error
+		if in.Policy, in.PolicyJSON, err = h.effective.get(pol, req.Namespace); err != nil {
+			return err
+		}
 		res, err = patches.Driver(pod, in)
 		return err
 	})

@@ -14,14 +14,27 @@ import (
 )
 
 // policyStore holds the policy in force. A bad new policy file is logged
-// and counted, and the last good policy stays.
+// and counted, and the last good policy stays. With no good policy yet,
+// the webhook runs but is not ready, and problem says why.
 type policyStore struct {
 	current atomic.Pointer[policy.Policy]
+	problem atomic.Pointer[string]
 	metrics *metrics
 	log     *logrus.Entry
 }
 
 func (s *policyStore) get() *policy.Policy { return s.current.Load() }
+
+// notReady says why no policy is in force ("" once one is).
+func (s *policyStore) notReady() string {
+	if s.get() != nil {
+		return ""
+	}
+	if p := s.problem.Load(); p != nil {
+		return *p
+	}
+	return "no policy loaded"
+}
 
 // watch loads file (or the built-in policy when file is empty) and keeps
 // reloading it when it changes.
@@ -37,8 +50,14 @@ func (s *policyStore) watch(ctx context.Context, file string, interval time.Dura
 			s.metrics.reloads.WithLabelValues("error").Inc()
 			if s.get() != nil {
 				s.log.WithError(err).WithField("file", file).Error("policy rejected; keeping the last good policy")
+				return nil
 			}
-			return fmt.Errorf("--policy %s: %w", file, err)
+			// Keep running, unready, and keep watching: the fixed file
+			// makes the webhook ready without a restart.
+			why := fmt.Sprintf("no valid policy: --policy %s: %v", file, err)
+			s.problem.Store(&why)
+			s.log.WithError(err).WithField("file", file).Error("no valid policy; not ready until the policy file is fixed (sparklet policy validate shows every problem)")
+			return nil
 		}
 		s.current.Store(p)
 		s.metrics.reloads.WithLabelValues("ok").Inc()

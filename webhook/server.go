@@ -72,7 +72,7 @@ func (s *Server) Handler() http.Handler {
 		case s.certs == nil || !s.certs.Loaded():
 			http.Error(w, "no serving certificate loaded", http.StatusServiceUnavailable)
 		case s.policies.get() == nil:
-			http.Error(w, "no policy loaded", http.StatusServiceUnavailable)
+			http.Error(w, s.policies.notReady(), http.StatusServiceUnavailable)
 		default:
 			_, _ = w.Write([]byte("ok"))
 		}

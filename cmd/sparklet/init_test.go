@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -74,7 +75,7 @@ func (r *initRun) run(t *testing.T, annotation string) error {
 	if err := os.WriteFile(r.annotation, []byte(annotation), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return runInit(r.args)
+	return runInitArgs(r.args...)
 }
 
 func TestInitRunsUnderTheInjectedPolicy(t *testing.T) {
@@ -135,7 +136,7 @@ func TestInitNamesThePolicyField(t *testing.T) {
 			if err := os.WriteFile(file, []byte("https://repo.example.com/a.jar\n"), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			err := runInit([]string{"--annotation-file=" + file, "--dest=" + filepath.Join(dir, "deps"), "--termination-log=" + termLog})
+			err := runInitArgs("--annotation-file="+file, "--dest="+filepath.Join(dir, "deps"), "--termination-log="+termLog)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("error %v, want it to contain %q", err, tc.want)
 			}
@@ -147,4 +148,10 @@ func TestInitNamesThePolicyField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// runInitArgs runs `sparklet init` with args and returns its error.
+func runInitArgs(args ...string) error {
+	_, err := (&app{stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard}).run(append([]string{"init"}, args...))
+	return err
 }

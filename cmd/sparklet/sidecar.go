@@ -2,21 +2,29 @@ package main
 
 import (
 	"context"
-	"flag"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
+	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/sidecar"
 )
 
-func runSidecar(args []string) error {
-	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+func newSidecarCmd(a *app) *cobra.Command {
 	var cfg sidecar.Config
+	cmd := &cobra.Command{
+		Use:   "sidecar",
+		Short: "Run the driver pod's sidecar: the JVM's localhost Kubernetes API and its executors",
+		Long: "The sidecar runs inside an injected driver pod as a native sidecar. Its flags\n" +
+			"default to the env the webhook injects.",
+		Args: noArgs,
+		RunE: func(*cobra.Command, []string) error { return runSidecar(a, cfg) },
+	}
+	fs := cmd.Flags()
 	env := policy.ParseSidecarEnv(os.LookupEnv)
 	fs.StringVar(&cfg.PodName, "pod-name", env.PodName, "the driver pod's name (env "+policy.EnvPodName+")")
 	fs.StringVar(&cfg.Namespace, "namespace", env.Namespace, "the driver pod's namespace (env "+policy.EnvPodNamespace+")")
@@ -27,15 +35,11 @@ func runSidecar(args []string) error {
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a pod (default: the pod's service account)")
 	fs.DurationVar(&cfg.CleanupTimeout, "cleanup-timeout", 5*time.Second, "how long the deletes after the driver ends may take")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
-	logLevel := fs.String("log-level", "info", "debug, info, warn or error")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
 	cfg.PolicyJSON, cfg.ConfSHA256 = env.PolicyJSON, env.ConfSHA256
-	log, err := newLogger(*logLevel, "sidecar")
-	if err != nil {
-		return err
-	}
+	return cmd
+}
+
+func runSidecar(a *app, cfg sidecar.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -45,7 +49,7 @@ func runSidecar(args []string) error {
 	}
 	rc.UserAgent = "sparklet-sidecar"
 	rc.QPS, rc.Burst = 100, 200
-	s := sidecar.New(cfg, log)
+	s := sidecar.New(cfg, a.log)
 	rc.Wrap(s.WrapTransport)
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {

@@ -2,17 +2,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net"
 	"os"
 	"strings"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/klog/v2"
 
 	"github.com/sparklet/sparklet/webhook"
 	"github.com/sparklet/sparklet/webhook/selfcert"
@@ -29,7 +27,7 @@ type certFlags struct {
 	kubeconfig string
 }
 
-func (f *certFlags) register(fs *flag.FlagSet) {
+func (f *certFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.mode, "cert-mode", "files", "files: --tls-cert-file and --tls-key-file (cert-manager); self: manage a CA and certificate in a Secret")
 	fs.StringVar(&f.self.Namespace, "cert-namespace", os.Getenv("POD_NAMESPACE"), "self mode: namespace of the Secret and Lease (env POD_NAMESPACE)")
 	fs.StringVar(&f.self.SecretName, "cert-secret", "sparklet-webhook-certs", "self mode: the Secret holding the CA and serving certificate")
@@ -93,8 +91,6 @@ func (f *certFlags) certSource(ctx context.Context, log *logrus.Entry) (webhook.
 	if f.mode == "files" {
 		return nil, nil
 	}
-	// client-go's leader election logs through klog; keep stderr JSON.
-	klog.SetLogger(logr.New(&logrusSink{log: log.WithField("component", "client-go")}))
 	client, err := kubeClient(f.kubeconfig)
 	if err != nil {
 		return nil, err
@@ -104,51 +100,4 @@ func (f *certFlags) certSource(ctx context.Context, log *logrus.Entry) (webhook.
 		return nil, fmt.Errorf("self-managed certificate: %w", err)
 	}
 	return m, nil
-}
-
-// logrusSink is a logr.LogSink writing to logrus: klog's V(0) at Info,
-// higher verbosity at Debug.
-type logrusSink struct {
-	log  *logrus.Entry
-	name string
-}
-
-func (s *logrusSink) Init(logr.RuntimeInfo) {}
-
-func (s *logrusSink) Enabled(level int) bool {
-	return level == 0 || s.log.Logger.IsLevelEnabled(logrus.DebugLevel)
-}
-
-func (s *logrusSink) entry(kv []any) *logrus.Entry {
-	e := s.log
-	if s.name != "" {
-		e = e.WithField("logger", s.name)
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		e = e.WithField(fmt.Sprint(kv[i]), kv[i+1])
-	}
-	return e
-}
-
-func (s *logrusSink) Info(level int, msg string, kv ...any) {
-	if level == 0 {
-		s.entry(kv).Info(msg)
-	} else {
-		s.entry(kv).Debug(msg)
-	}
-}
-
-func (s *logrusSink) Error(err error, msg string, kv ...any) {
-	s.entry(kv).WithError(err).Error(msg)
-}
-
-func (s *logrusSink) WithValues(kv ...any) logr.LogSink {
-	return &logrusSink{log: s.entry(kv), name: s.name}
-}
-
-func (s *logrusSink) WithName(name string) logr.LogSink {
-	if s.name != "" {
-		name = s.name + "/" + name
-	}
-	return &logrusSink{log: s.log, name: name}
 }

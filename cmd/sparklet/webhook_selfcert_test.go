@@ -2,16 +2,13 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
-	"flag"
 	"io"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
+	"github.com/spf13/pflag"
 )
 
 func TestCertFlags(t *testing.T) {
@@ -35,7 +32,7 @@ func TestCertFlags(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Setenv("POD_NAMESPACE", "")
 			var f certFlags
-			fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("webhook", pflag.ContinueOnError)
 			f.register(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
@@ -58,41 +55,12 @@ func TestCertFlags(t *testing.T) {
 // not a typed nil, or it would never read the files.
 func TestFilesModeHasNoSource(t *testing.T) {
 	var f certFlags
-	fs := flag.NewFlagSet("webhook", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("webhook", pflag.ContinueOnError)
 	f.register(fs)
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	src, err := f.certSource(context.Background(), log.WithField("component", "test"))
 	if err != nil || src != nil {
 		t.Fatalf("files mode: source %v, error %v", src, err)
-	}
-}
-
-// klog lines (client-go's leader election) come out as logrus JSON.
-func TestKlogGoesToLogrus(t *testing.T) {
-	var buf strings.Builder
-	l := logrus.New()
-	l.SetOutput(&buf)
-	l.SetFormatter(&logrus.JSONFormatter{})
-	sink := &logrusSink{log: l.WithField("component", "client-go")}
-	lg := logr.New(sink).WithName("leaderelection").WithValues("lock", "ns/name")
-	lg.Info("Successfully acquired lease")
-	lg.V(4).Info("renewed")
-	lg.Error(errors.New("forbidden"), "Error initially creating lease lock")
-	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
-	if len(lines) != 2 {
-		t.Fatalf("got %d lines, want 2 (V(4) is debug):\n%s", len(lines), buf.String())
-	}
-	for _, line := range lines {
-		var m map[string]any
-		if err := json.Unmarshal([]byte(line), &m); err != nil {
-			t.Fatalf("not JSON: %s", line)
-		}
-		if m["component"] != "client-go" || m["lock"] != "ns/name" || m["logger"] != "leaderelection" {
-			t.Errorf("fields lost: %s", line)
-		}
-	}
-	if !strings.Contains(lines[1], `"error":"forbidden"`) {
-		t.Errorf("error lost: %s", lines[1])
 	}
 }

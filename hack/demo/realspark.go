@@ -65,6 +65,7 @@ func runReal(ctx context.Context, bin, dir string, keep bool) error {
 	}
 	kubectl(steps, env, "get", "namespace", ns, "--show-labels")
 	say("and the Secret object-store-keys, which examples/policy.yaml's credentials hand to drivers and executors")
+	sparkletCheck(steps, env, bin, "-n", ns)
 
 	start = time.Now()
 	pod, err := applyDriverPod(steps, env, d)
@@ -92,6 +93,7 @@ func runReal(ctx context.Context, bin, dir string, keep bool) error {
 	}
 	kubectl(steps, env, "get", "events", "-n", ns, "--field-selector", "involvedObject.name="+pod.Name+",source=sparklet-sidecar",
 		"-o", "custom-columns=REASON:.reason,MESSAGE:.message", "--sort-by=.lastTimestamp")
+	sparkletCheck(steps, env, bin, pod.Name, "-n", ns)
 
 	step("The Job's result and cleanup")
 	if err := report(steps, env, jobPod, runs[1]); err != nil {
