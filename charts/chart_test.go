@@ -604,14 +604,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	r.get(t, "ConfigMap/"+releaseNS+"/"+full+"-policy", &cm)
 
 	replicas := int(*d.Spec.Replicas)
-	ports := make([]int, replicas)
-	for i := range ports {
-		p, err := cluster.FreePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		ports[i] = p
-	}
+	ports := freePorts(t, replicas)
 	// The only change to what the chart rendered: the API server calls
 	// the first replica at its loopback address.
 	var mwc map[string]any
@@ -629,37 +622,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	applyChart(ctx, t, c, docs, 0)
 
 	checkRBAC(ctx, t, c)
-
-	dir := t.TempDir()
-	policyFile := filepath.Join(dir, "policy.yaml")
-	if err := os.WriteFile(policyFile, []byte(cm.Data["policy.yaml"]), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := serviceAccountKubeconfig(ctx, t, c, releaseNS, full, filepath.Join(dir, "webhook.kubeconfig"))
-	for i, port := range ports {
-		var args []string
-		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
-			switch {
-			case strings.HasPrefix(a, "--listen="):
-				a = fmt.Sprintf("--listen=127.0.0.1:%d", port)
-			case strings.HasPrefix(a, "--policy="):
-				a = "--policy=" + policyFile
-			}
-			args = append(args, a)
-		}
-		args = append(args, "--kubeconfig="+kubeconfig, "--cert-extra-sans=127.0.0.1")
-		logFile := filepath.Join(dir, fmt.Sprintf("webhook-%d.log", i))
-		cmd, done, err := cluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			cluster.Terminate(cmd.Process.Pid, done)
-			if t.Failed() {
-				t.Logf("webhook %d (%v) log:\n%s", i, args, cluster.Tail(logFile, 40))
-			}
-		})
-	}
+	runReplicas(ctx, t, c, releaseNS, full, &d, cm.Data["policy.yaml"], ports)
 
 	// The caBundle appears and every replica serves a certificate that
 	// verifies against it for 127.0.0.1: the one in the Secret.
@@ -745,6 +708,57 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	}
 }
 
+func freePorts(t *testing.T, n int) []int {
+	t.Helper()
+	ports := make([]int, n)
+	for i := range ports {
+		p, err := cluster.FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ports[i] = p
+	}
+	return ports
+}
+
+// runReplicas runs the Deployment's webhook containers as local processes
+// on ports, with the Deployment's own arguments (listen address and policy
+// file made local) and its service account's token, so that the chart's
+// RBAC is what they work with.
+func runReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, full string, d *appsv1.Deployment, policyYAML string, ports []int) {
+	t.Helper()
+	dir := t.TempDir()
+	policyFile := filepath.Join(dir, "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(policyYAML), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := serviceAccountKubeconfig(ctx, t, c, ns, full, filepath.Join(dir, "webhook.kubeconfig"))
+	for i, port := range ports {
+		var args []string
+		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
+			switch {
+			case strings.HasPrefix(a, "--listen="):
+				a = fmt.Sprintf("--listen=127.0.0.1:%d", port)
+			case strings.HasPrefix(a, "--policy="):
+				a = "--policy=" + policyFile
+			}
+			args = append(args, a)
+		}
+		args = append(args, "--kubeconfig="+kubeconfig, "--cert-extra-sans=127.0.0.1")
+		logFile := filepath.Join(dir, fmt.Sprintf("webhook-%d.log", i))
+		cmd, done, err := cluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			cluster.Terminate(cmd.Process.Pid, done)
+			if t.Failed() {
+				t.Logf("webhook %d (%v) log:\n%s", i, args, cluster.Tail(logFile, 40))
+			}
+		})
+	}
+}
+
 // servedLeaf connects to a local replica, verifying it for 127.0.0.1
 // against the caBundle, and returns its certificate.
 func servedLeaf(port int, bundle []byte) (*x509.Certificate, error) {
@@ -765,21 +779,25 @@ func servedLeaf(port int, bundle []byte) (*x509.Certificate, error) {
 // ServiceAccount ns/name, so that a local process has its RBAC and no more.
 func serviceAccountKubeconfig(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, name, path string) string {
 	t.Helper()
+	if err := writeServiceAccountKubeconfig(ctx, c, ns, name, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func writeServiceAccountKubeconfig(ctx context.Context, c *cluster.Cluster, ns, name, path string) error {
 	tok, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("token for %s/%s: %v", ns, name, err)
+		return fmt.Errorf("token for %s/%s: %w", ns, name, err)
 	}
 	cfg, err := clientcmd.LoadFromFile(c.Kubeconfig())
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	for _, a := range cfg.AuthInfos {
 		*a = clientcmdapi.AuthInfo{Token: tok.Status.Token}
 	}
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // checkRBAC asks the API server's authorizer what the chart's accounts
