@@ -40,6 +40,7 @@ var (
 	driverSteps = []step{
 		{"app id label", labelAppID},
 		{"policy", applyDriverPolicy},
+		{"ui port", nameUIPort},
 		{"credentials", addCredentials},
 		{"service account", isolateServiceAccount},
 		{"volumes", addVolumes},

@@ -34,6 +34,10 @@ type Effective struct {
 	// Fetch holds the cluster fetch policy and, when set, the namespace's;
 	// an entry must pass every one.
 	Fetch []spec.Policy `json:"fetch,omitempty"`
+	// SparkMetrics is metrics.spark, the namespace's if set: Spark's
+	// PrometheusServlet is on (SparkMetricsConf is then under the Spark
+	// defaults) and the Spark container's UI port is named spark-ui.
+	SparkMetrics bool `json:"sparkMetrics,omitempty"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -69,7 +73,27 @@ func (p *Policy) For(namespace string) *Effective {
 	if ns.Fetch != nil {
 		e.Fetch = append(e.Fetch, *ns.Fetch)
 	}
+	metrics := p.Metrics
+	if ns.Metrics != nil && ns.Metrics.Spark != nil {
+		metrics = *ns.Metrics
+	}
+	if metrics.Spark != nil && *metrics.Spark {
+		e.SparkMetrics = true
+		e.Spark.Defaults = mergeMap(SparkMetricsConf, e.Spark.Defaults)
+	}
 	return e
+}
+
+// SparkMetricsConf turns on Spark's PrometheusServlet: the driver's and
+// executors' metrics in Prometheus format on the driver's UI port, at
+// /metrics/prometheus/ and /metrics/executors/prometheus/ (Spark's
+// docs/monitoring.md and conf/metrics.properties.template, 3.5 and 4.0;
+// spark.ui.prometheus.enabled is already true by default from 4.0). These
+// are defaults: the namespace's defaults and the pod may change them.
+var SparkMetricsConf = map[string]string{
+	"spark.ui.prometheus.enabled":                       "true",
+	"spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+	"spark.metrics.conf.*.sink.prometheusServlet.path":  "/metrics/prometheus",
 }
 
 // CheckImage returns an error naming the patterns when image is not allowed.

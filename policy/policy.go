@@ -36,6 +36,16 @@ type Policy struct {
 	HadoopConfigMap string `json:"hadoopConfigMap,omitempty"`
 	// Fetch restricts the remote dependencies a pod may ask for.
 	Fetch spec.Policy `json:"fetch,omitempty"`
+	// Metrics asks for Spark's own metrics in Prometheus format.
+	Metrics Metrics `json:"metrics,omitempty"`
+}
+
+// Metrics configures what drivers expose to Prometheus.
+type Metrics struct {
+	// Spark turns on Spark's PrometheusServlet on the driver's UI port
+	// (SparkMetricsConf) and names that port spark-ui for the chart's
+	// PodMonitor.
+	Spark *bool `json:"spark,omitempty"`
 }
 
 // SparkConf holds Spark properties. Defaults yield to the namespace and the
@@ -84,6 +94,8 @@ type Namespace struct {
 	Fetch       *spec.Policy `json:"fetch,omitempty"`
 	// AllowedImages narrows the cluster list: an image must match both.
 	AllowedImages []string `json:"allowedImages,omitempty"`
+	// Metrics overrides the cluster's metrics.spark when set.
+	Metrics *Metrics `json:"metrics,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

@@ -1,0 +1,50 @@
+package patches
+
+import (
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// UIPortName names the Spark container's UI port when the policy asks for
+// Spark's metrics: the chart's PodMonitor scrapes the port by this name.
+const UIPortName = "spark-ui"
+
+// DefaultUIPort is Spark's spark.ui.port default.
+const DefaultUIPort = 4040
+
+// UIPort is the driver's Spark UI port from its effective configuration,
+// or 0 when the UI is off or the port is not a fixed one (0 picks a free
+// port at random).
+func UIPort(conf map[string]string) int32 {
+	if v, ok := conf["spark.ui.enabled"]; ok && v == "false" {
+		return 0
+	}
+	v, ok := conf["spark.ui.port"]
+	if !ok {
+		return DefaultUIPort
+	}
+	n, err := strconv.ParseInt(v, 10, 32)
+	if err != nil || n < 1 || n > 65535 {
+		return 0
+	}
+	return int32(n)
+}
+
+// nameUIPort declares the UI port on the Spark container as spark-ui, when
+// the policy asks for Spark's metrics. A port the container already
+// declares with that number is left as the user wrote it.
+func nameUIPort(pod *corev1.Pod, p *plan, _ *Status) error {
+	port := UIPort(p.conf)
+	if !p.pol.SparkMetrics || port == 0 {
+		return nil
+	}
+	c := p.container(pod)
+	for _, cp := range c.Ports {
+		if cp.ContainerPort == port || cp.Name == UIPortName {
+			return nil
+		}
+	}
+	c.Ports = append(c.Ports, corev1.ContainerPort{Name: UIPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+	return nil
+}
