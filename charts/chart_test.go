@@ -438,7 +438,7 @@ func TestDriverRBAC(t *testing.T) {
 	}
 	for res, need := range map[string][]string{
 		"pods": {"get", "list", "watch", "create", "delete", "deletecollection", "patch"}, "configmaps": {"create", "deletecollection"},
-		"persistentvolumeclaims": {"create", "list", "deletecollection"}, "services": {"deletecollection"}, "events": {"create"},
+		"persistentvolumeclaims": {"create", "list", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
 	} {
 		for _, v := range need {
 			if !contains(verbs[res], v) {
@@ -834,7 +834,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	for res, verbs := range map[string][]string{
 		"pods":       {"get", "list", "watch", "create", "delete", "deletecollection", "patch"},
 		"configmaps": {"get", "list", "watch", "create", "delete", "deletecollection"}, "persistentvolumeclaims": {"get", "list", "watch", "create", "delete", "deletecollection"},
-		"services": {"list", "delete", "deletecollection"}, "events": {"create", "patch"},
+		"services": {"list", "create", "delete", "deletecollection"}, "events": {"create", "patch"},
 	} {
 		for _, v := range verbs {
 			checks = append(checks, check{driverSA, v, "", res, "team-a", "", true}, check{driverSA, v, "", res, "team-b", "", false})
@@ -842,7 +842,9 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	}
 	checks = append(checks,
 		check{driverSA, "get", "", "secrets", "team-a", "", false},
-		check{driverSA, "create", "", "services", "team-a", "", false},
+		check{driverSA, "get", "", "services", "team-a", "", false},
+		check{driverSA, "update", "", "services", "team-a", "", false},
+		check{driverSA, "create", "networking.k8s.io", "ingresses", "team-a", "", false},
 		check{driverSA, "update", "", "pods", "team-a", "", false},
 		check{driverSA, "create", "", "pods/exec", "team-a", "", false},
 		check{driverSA, "list", "", "pods", "", "", false},

@@ -36,6 +36,7 @@ var (
 		{"fetch", planFetch},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
+		{"ui", checkUI},
 	}
 	driverSteps = []step{
 		{"app id label", labelAppID},

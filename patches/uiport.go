@@ -1,9 +1,20 @@
 package patches
 
 import (
+	"fmt"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+)
+
+// The Spark UI Service: the pod asks for it (or declines the policy's)
+// with AnnotationUI; the sidecar writes the UI's address into
+// AnnotationUIURL and labels the Service LabelUIFor the driver's name.
+const (
+	AnnotationUI    = "sparklet.io/ui"     // "true" or "false"
+	AnnotationUIURL = "sparklet.io/ui-url" // written by the sidecar
+	LabelUIFor      = "sparklet.io/ui-for"
 )
 
 // UIPortName names the Spark container's UI port when the policy asks for
@@ -46,5 +57,27 @@ func nameUIPort(pod *corev1.Pod, p *plan, _ *Status) error {
 		}
 	}
 	c.Ports = append(c.Ports, corev1.ContainerPort{Name: UIPortName, ContainerPort: port, Protocol: corev1.ProtocolTCP})
+	return nil
+}
+
+// checkUI refuses a sparklet.io/ui annotation that is neither "true" nor
+// "false", and a UI asked for with no fixed port to expose.
+func checkUI(pod *corev1.Pod, p *plan) error {
+	want := p.pol.UIService
+	if v, ok := pod.Annotations[AnnotationUI]; ok {
+		switch strings.ToLower(v) {
+		case "true":
+			want = true
+		case "false":
+			want = false
+		default:
+			return &Refused{Reason: "bad-ui", Message: fmt.Sprintf("annotation %s: %q is neither \"true\" nor \"false\"", AnnotationUI, v)}
+		}
+	}
+	if want && UIPort(p.conf) == 0 {
+		return &Refused{Reason: "bad-ui", Message: fmt.Sprintf(
+			"a Spark UI Service was asked for (annotation %s or the policy's ui.service), but spark.ui.enabled is false or spark.ui.port is 0 (a random port), so there is no port to expose; set spark.ui.port, or set %s: \"false\"",
+			AnnotationUI, AnnotationUI)}
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -81,5 +82,34 @@ func TestUIPort(t *testing.T) {
 		if got := UIPort(m); got != want {
 			t.Errorf("UIPort(%q) = %d, want %d", conf, got, want)
 		}
+	}
+}
+
+func TestUIRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name, policy, conf, ui, want string
+	}{
+		{"bad value", "limits: {}\n", "", "yes", `sparklet.io/ui: "yes" is neither "true" nor "false"`},
+		{"random port", "limits: {}\n", "spark.ui.port 0", "true", "spark.ui.port is 0"},
+		{"ui off, policy asks", "ui: {service: true}\n", "spark.ui.enabled false", "", "set sparklet.io/ui: \"false\""},
+	} {
+		pod := driverPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{AnnotationSparkConf: tc.conf}
+			if tc.ui != "" {
+				p.Annotations[AnnotationUI] = tc.ui
+			}
+		})
+		_, err := inject(t, pod, mustPolicy(t, tc.policy))
+		var refused *Refused
+		if !errors.As(err, &refused) || refused.Reason != "bad-ui" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a bad-ui refusal saying %q", tc.name, err, tc.want)
+		}
+	}
+	// Declining wins over a policy that asks, whatever the port.
+	pod := driverPod(func(p *corev1.Pod) {
+		p.Annotations = map[string]string{AnnotationSparkConf: "spark.ui.port 0", AnnotationUI: "false"}
+	})
+	if _, err := inject(t, pod, mustPolicy(t, "ui: {service: true}\n")); err != nil {
+		t.Errorf("declined UI: %v", err)
 	}
 }

@@ -38,6 +38,9 @@ type Effective struct {
 	// PrometheusServlet is on (SparkMetricsConf is then under the Spark
 	// defaults) and the Spark container's UI port is named spark-ui.
 	SparkMetrics bool `json:"sparkMetrics,omitempty"`
+	// UIService is ui.service, the namespace's if set: the sidecar creates
+	// a Service for the Spark UI unless the pod declines.
+	UIService bool `json:"uiService,omitempty"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -77,6 +80,11 @@ func (p *Policy) For(namespace string) *Effective {
 	if ns.Metrics != nil && ns.Metrics.Spark != nil {
 		metrics = *ns.Metrics
 	}
+	ui := p.UI
+	if ns.UI != nil && ns.UI.Service != nil {
+		ui = *ns.UI
+	}
+	e.UIService = ui.Service != nil && *ui.Service
 	if metrics.Spark != nil && *metrics.Spark {
 		e.SparkMetrics = true
 		e.Spark.Defaults = mergeMap(SparkMetricsConf, e.Spark.Defaults)

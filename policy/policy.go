@@ -38,6 +38,15 @@ type Policy struct {
 	Fetch spec.Policy `json:"fetch,omitempty"`
 	// Metrics asks for Spark's own metrics in Prometheus format.
 	Metrics Metrics `json:"metrics,omitempty"`
+	// UI asks for a Service in front of every driver's Spark UI.
+	UI UI `json:"ui,omitempty"`
+}
+
+// UI configures how drivers' Spark UIs are exposed.
+type UI struct {
+	// Service makes the sidecar create a Service for the driver's UI port,
+	// owned by the driver pod; a pod's sparklet.io/ui annotation overrides it.
+	Service *bool `json:"service,omitempty"`
 }
 
 // Metrics configures what drivers expose to Prometheus.
@@ -96,6 +105,8 @@ type Namespace struct {
 	AllowedImages []string `json:"allowedImages,omitempty"`
 	// Metrics overrides the cluster's metrics.spark when set.
 	Metrics *Metrics `json:"metrics,omitempty"`
+	// UI overrides the cluster's ui.service when set.
+	UI *UI `json:"ui,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,
