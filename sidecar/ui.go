@@ -50,7 +50,7 @@ func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1
 		},
 		Spec: corev1.ServiceSpec{
 			Selector: map[string]string{patches.LabelRole: "driver", patches.LabelAppID: appID},
-			Ports: []corev1.ServicePort{{Name: patches.UIPortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
+			Ports:    []corev1.ServicePort{{Name: patches.UIPortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
 		},
 	}, nil
 }
