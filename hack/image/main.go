@@ -125,4 +125,3 @@ func binaryLayer(data []byte, created time.Time) ([]byte, error) {
 	}
 	return buf.Bytes(), nil
 }
-

@@ -19,7 +19,7 @@ func sparkletImage(image, binDir string) (*podrunner.Image, error) {
 		return nil, fmt.Errorf("image %s: %s is missing: run make build", image, bin)
 	}
 	return &podrunner.Image{
-		Binds: map[string]string{"/sparklet": bin},
+		Binds:      map[string]string{"/sparklet": bin},
 		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
 		WorkingDir: "/",
 		Entrypoint: sparkletEntrypoint,
