@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/fixtures"
 )
@@ -92,6 +94,18 @@ func TestHelmOnTheLocalAPIServer(t *testing.T) {
 		cm, err := c.Client().CoreV1().ConfigMaps(ns).Get(ctx, full+"-policy", metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
+		}
+		// helm looked up the API server's ClusterIP for the mesh exclusions.
+		k, err := c.Client().CoreV1().Services("default").Get(ctx, "kubernetes", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pol, err := policy.Parse([]byte(cm.Data["policy.yaml"]), "dev")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := []string{k.Spec.ClusterIP + "/32"}; !reflect.DeepEqual(pol.Mesh.APIServerCIDRs, want) {
+			t.Errorf("the installed policy's mesh.apiServerCIDRs = %v, want %v:\n%s", pol.Mesh.APIServerCIDRs, want, cm.Data["policy.yaml"])
 		}
 		ports := freePorts(t, 1)
 		one := int32(1)

@@ -48,6 +48,7 @@ var (
 		{"env", addEnv},
 		{"init container", addInitContainer},
 		{"sidecar", addSidecar},
+		{"mesh", meshExclusions},
 		{"status", annotate},
 	}
 )

@@ -41,6 +41,8 @@ type Effective struct {
 	// UIService is ui.service, the namespace's if set: the sidecar creates
 	// a Service for the Spark UI unless the pod declines.
 	UIService bool `json:"uiService,omitempty"`
+	// Mesh is the cluster's mesh section.
+	Mesh Mesh `json:"mesh,omitzero"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -66,6 +68,7 @@ func (p *Policy) For(namespace string) *Effective {
 		LocalDirs:       p.LocalDirs,
 		HadoopConfigMap: p.HadoopConfigMap,
 		Fetch:           []spec.Policy{p.Fetch},
+		Mesh:            p.Mesh,
 	}
 	if len(p.AllowedImages) > 0 {
 		e.AllowedImages = append(e.AllowedImages, p.AllowedImages)

@@ -40,6 +40,8 @@ type Policy struct {
 	Metrics Metrics `json:"metrics,omitempty"`
 	// UI asks for a Service in front of every driver's Spark UI.
 	UI UI `json:"ui,omitempty"`
+	// Mesh configures what a service mesh's proxy leaves alone.
+	Mesh Mesh `json:"mesh,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.

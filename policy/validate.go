@@ -39,6 +39,7 @@ func (p *Policy) Validate() error {
 	v.limits("limits", p.Limits)
 	v.images("allowedImages", p.AllowedImages)
 	v.sidecar("sidecar", p.Sidecar)
+	v.mesh("mesh", p.Mesh)
 	if p.LocalDirs.Count < 0 || p.LocalDirs.Count > 16 {
 		v.add("localDirs.count", "must be between 0 and 16, got %d", p.LocalDirs.Count)
 	}
