@@ -216,3 +216,30 @@ func TestHelmTestHook(t *testing.T) {
 		}
 	}
 }
+
+// TestIngressRBACFollowsThePolicy: the driver role may create Ingresses
+// only when the policy has a ui.ingress template, cluster-wide or in a
+// namespace's section.
+func TestIngressRBACFollowsThePolicy(t *testing.T) {
+	canCreate := func(r rendered) bool {
+		var cr rbacv1.ClusterRole
+		r.get(t, "ClusterRole//"+release+"-sparklet-driver", &cr)
+		for _, rule := range cr.Rules {
+			if reflect.DeepEqual(rule.APIGroups, []string{"networking.k8s.io"}) && reflect.DeepEqual(rule.Resources, []string{"ingresses"}) {
+				return reflect.DeepEqual(rule.Verbs, []string{"create"})
+			}
+		}
+		return false
+	}
+	if canCreate(render(t)) {
+		t.Error("ingress create granted without ui.ingress")
+	}
+	if !canCreate(render(t, "ui-ingress.yaml")) {
+		t.Error("no ingress create with the cluster's ui.ingress")
+	}
+	ns := parse(t, run(t, helm(t), "template", release, "sparklet", "--namespace", releaseNS,
+		"--set", "policy.namespaces.team-a.ui.ingress.host=ui.example.com"))
+	if !canCreate(ns) {
+		t.Error("no ingress create with a namespace's ui.ingress")
+	}
+}

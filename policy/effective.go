@@ -41,6 +41,8 @@ type Effective struct {
 	// UIService is ui.service, the namespace's if set: the sidecar creates
 	// a Service for the Spark UI unless the pod declines.
 	UIService bool `json:"uiService,omitempty"`
+	// UIIngress is ui.ingress, the namespace's if set.
+	UIIngress *UIIngress `json:"uiIngress,omitempty"`
 	// Mesh is the cluster's mesh section.
 	Mesh Mesh `json:"mesh,omitzero"`
 }
@@ -88,6 +90,10 @@ func (p *Policy) For(namespace string) *Effective {
 		ui = *ns.UI
 	}
 	e.UIService = ui.Service != nil && *ui.Service
+	e.UIIngress = p.UI.Ingress
+	if ns.UI != nil && ns.UI.Ingress != nil {
+		e.UIIngress = ns.UI.Ingress
+	}
 	if metrics.Spark != nil && *metrics.Spark {
 		e.SparkMetrics = true
 		e.Spark.Defaults = mergeMap(SparkMetricsConf, e.Spark.Defaults)

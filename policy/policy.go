@@ -49,6 +49,21 @@ type UI struct {
 	// Service makes the sidecar create a Service for the driver's UI port,
 	// owned by the driver pod; a pod's sparklet.io/ui annotation overrides it.
 	Service *bool `json:"service,omitempty"`
+	// Ingress, when set, makes the sidecar also create an Ingress for that
+	// Service, owned by the driver pod.
+	Ingress *UIIngress `json:"ingress,omitempty"`
+}
+
+// UIIngress is the template of the Spark UI's Ingress. In Host, {{name}},
+// {{namespace}} and {{app}} stand for the driver pod's name, its namespace
+// and the application id.
+type UIIngress struct {
+	Host             string            `json:"host"`
+	IngressClassName string            `json:"ingressClassName,omitempty"`
+	Annotations      map[string]string `json:"annotations,omitempty"`
+	// TLSSecretName, when set, serves the host over TLS with that Secret
+	// of the driver's namespace.
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
 // Metrics configures what drivers expose to Prometheus.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -69,7 +70,44 @@ func UIURL(svc *corev1.Service) string {
 	return fmt.Sprintf("http://%s.%s.svc:%d", svc.Name, svc.Namespace, svc.Spec.Ports[0].Port)
 }
 
-// exposeUI creates the UI Service when asked for, records its URL in the
+// uiIngress is the Ingress for the UI Service from the policy's template,
+// owned by the same pod; nil without a template.
+func uiIngress(svc *corev1.Service, tmpl *policy.UIIngress, appID string) *networkingv1.Ingress {
+	if tmpl == nil {
+		return nil
+	}
+	owner := svc.OwnerReferences[0]
+	host := tmpl.UIHost(owner.Name, svc.Namespace, appID)
+	prefix := networkingv1.PathTypePrefix
+	ing := &networkingv1.Ingress{
+		ObjectMeta: metav1.ObjectMeta{Name: svc.Name, Namespace: svc.Namespace, Labels: svc.Labels, Annotations: tmpl.Annotations,
+			OwnerReferences: svc.OwnerReferences},
+		Spec: networkingv1.IngressSpec{Rules: []networkingv1.IngressRule{{Host: host, IngressRuleValue: networkingv1.IngressRuleValue{
+			HTTP: &networkingv1.HTTPIngressRuleValue{Paths: []networkingv1.HTTPIngressPath{{Path: "/", PathType: &prefix,
+				Backend: networkingv1.IngressBackend{Service: &networkingv1.IngressServiceBackend{Name: svc.Name,
+					Port: networkingv1.ServiceBackendPort{Name: patches.UIPortName}}}}}}}}}},
+	}
+	if tmpl.IngressClassName != "" {
+		class := tmpl.IngressClassName
+		ing.Spec.IngressClassName = &class
+	}
+	if tmpl.TLSSecretName != "" {
+		ing.Spec.TLS = []networkingv1.IngressTLS{{Hosts: []string{host}, SecretName: tmpl.TLSSecretName}}
+	}
+	return ing
+}
+
+// ingressURL is the address the Ingress serves the UI at.
+func ingressURL(ing *networkingv1.Ingress) string {
+	scheme := "http"
+	if len(ing.Spec.TLS) > 0 {
+		scheme = "https"
+	}
+	return scheme + "://" + ing.Spec.Rules[0].Host + "/"
+}
+
+// exposeUI creates the UI Service when asked for, and the Ingress when the
+// policy has a template, records the URL (the Ingress's if any) in the
 // driver's sparklet.io/ui-url annotation and says so in an Event. A
 // failure is a Warning Event, never the driver's failure.
 func exposeUI(ctx context.Context, client kubernetes.Interface, driver *corev1.Pod, pol *policy.Effective, appID string, events *recorder) {
@@ -87,11 +125,19 @@ func exposeUI(ctx context.Context, client kubernetes.Interface, driver *corev1.P
 		return
 	}
 	url := UIURL(svc)
+	if ing := uiIngress(svc, pol.UIIngress, appID); ing != nil {
+		_, err := client.NetworkingV1().Ingresses(ing.Namespace).Create(ctx, ing, metav1.CreateOptions{FieldManager: fieldManager})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			events.warning("SparkUIFailed", fmt.Sprintf("create Ingress %s for the Spark UI: %v", ing.Name, err))
+		} else {
+			url = ingressURL(ing)
+		}
+	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{patches.AnnotationUIURL: url}}})
 	if _, err := client.CoreV1().Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		events.warning("SparkUIFailed", fmt.Sprintf("annotate the driver with the Spark UI's URL %s: %v", url, err))
 		return
 	}
-	events.normal("SparkUI", fmt.Sprintf("the Spark UI is at %s (Service %s); from outside the cluster: kubectl port-forward -n %s svc/%s %d",
+	events.normal("SparkUI", fmt.Sprintf("the Spark UI is at %s (Service %s); or: kubectl port-forward -n %s svc/%s %d",
 		url, svc.Name, svc.Namespace, svc.Name, svc.Spec.Ports[0].Port))
 }

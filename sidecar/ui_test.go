@@ -96,3 +96,36 @@ func TestUIServiceName(t *testing.T) {
 		t.Errorf("uiServiceName(pi) = %q", got)
 	}
 }
+
+// TestExposeUIIngress: with the policy's template, an Ingress owned by
+// the pod routes the host to the UI Service, and the URL is the Ingress's.
+func TestExposeUIIngress(t *testing.T) {
+	driver := uiDriver(map[string]string{patches.AnnotationUI: "true"})
+	client := fake.NewClientset(driver)
+	events := &recorder{client: client, driver: driver, log: logrus.NewEntry(logrus.New())}
+	pol := &policy.Effective{UIIngress: &policy.UIIngress{Host: "{{name}}-{{app}}.{{namespace}}.spark.example.com", IngressClassName: "nginx",
+		TLSSecretName: "ui-tls", Annotations: map[string]string{"nginx.ingress.kubernetes.io/ssl-redirect": "true"}}}
+	exposeUI(context.Background(), client, driver, pol, "spark-1", events)
+
+	ing, err := client.NetworkingV1().Ingresses("ns").Get(context.Background(), "pi-ui", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := "pi-spark-1.ns.spark.example.com"
+	rule := ing.Spec.Rules[0]
+	backend := rule.HTTP.Paths[0].Backend.Service
+	if rule.Host != host || backend.Name != "pi-ui" || backend.Port.Name != patches.UIPortName {
+		t.Errorf("rule %+v to %+v, want %s to Service pi-ui port %s", rule.Host, backend, host, patches.UIPortName)
+	}
+	if ing.Spec.IngressClassName == nil || *ing.Spec.IngressClassName != "nginx" || ing.Spec.TLS[0].SecretName != "ui-tls" ||
+		ing.Annotations["nginx.ingress.kubernetes.io/ssl-redirect"] != "true" {
+		t.Errorf("ingress spec %+v, annotations %v", ing.Spec, ing.Annotations)
+	}
+	if own := ing.OwnerReferences; len(own) != 1 || own[0].UID != driver.UID {
+		t.Errorf("Ingress owners %+v", own)
+	}
+	pod, _ := client.CoreV1().Pods("ns").Get(context.Background(), "pi", metav1.GetOptions{})
+	if got := pod.Annotations[patches.AnnotationUIURL]; got != "https://"+host+"/" {
+		t.Errorf("%s = %q, want the Ingress's https URL", patches.AnnotationUIURL, got)
+	}
+}
