@@ -1,5 +1,8 @@
 # sparklet: one static binary for the webhook, the sidecar, the init
-# container and the offline injector.
+# container and the offline injector. `make image` builds the same layout
+# without a container engine (hack/image): /sparklet alone on an empty
+# base, user 65532, entrypoint /sparklet, the OCI labels below. The binary
+# carries Mozilla's root certificates for when the image has none.
 FROM golang:1.26 AS build
 WORKDIR /src
 COPY go.mod go.sum ./
@@ -11,8 +14,14 @@ RUN CGO_ENABLED=0 go build -trimpath \
       -ldflags "-s -w -X github.com/sparklet/sparklet/internal/version.Version=${VERSION} -X github.com/sparklet/sparklet/internal/version.Commit=${COMMIT}" \
       -o /out/sparklet ./cmd/sparklet
 
-FROM gcr.io/distroless/static-debian12:nonroot
-COPY --from=build /out/sparklet /sparklet
+FROM scratch
+ARG VERSION=dev
+ARG REVISION=""
+LABEL org.opencontainers.image.title="sparklet" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/sparklet/sparklet"
+COPY --from=build --chmod=0755 /out/sparklet /sparklet
 # 65532 is distroless's nonroot user; the webhook injects the sidecar with it.
 USER 65532:65532
 ENTRYPOINT ["/sparklet"]

@@ -8,7 +8,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION) -X github.com/sparklet/sparklet/internal/version.Commit=$(COMMIT)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build image test unit-test lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -20,6 +20,18 @@ build: $(BIN)/sparklet
 $(BIN)/sparklet: $(shell find . -name '*.go' -not -name '*_test.go' -not -path './bin/*' -not -path './hack/*' -not -path './test/*' -not -path './e2e/*' -not -path './bench/*' -not -path './charts/*') go.mod go.sum
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sparklet
+
+# sparklet's image as a tarball, without a container engine (hack/image):
+# bin/sparklet on an empty base, user 65532, entrypoint /sparklet, tagged
+# with the chart's appVersion so the chart's default image is this one.
+# Reproducible: the same commit gives the same digest. Load it with
+# docker load, podman load or kind load image-archive.
+IMAGE_REPOSITORY ?= ghcr.io/sparklet/sparklet
+IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/sparklet/Chart.yaml)
+image: $(BIN)/sparklet
+	cd hack/image && GOFLAGS=-mod=mod $(GO) run . --binary $(BIN)/sparklet --out $(BIN)/sparklet-image.tar \
+	  --tag $(IMAGE_REPOSITORY):$(IMAGE_TAG) --version $(VERSION) \
+	  --revision $$(git rev-parse HEAD 2>/dev/null) --created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
 
 # The real control plane (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kwok), built from the separate module hack/cluster.

@@ -23,6 +23,8 @@ var knownAnnotations = map[string]string{
 	spec.Annotation:         "the remote dependencies, with their sha256",
 	AnnotationEffectiveConf: "written by sparklet",
 	AnnotationStatus:        "written by sparklet",
+	AnnotationUI:            `"true" or "false" (a Service for the Spark UI)`,
+	AnnotationUIURL:         "written by sparklet",
 }
 
 // checkAnnotations refuses a sparklet.io/ annotation sparklet does not

@@ -60,7 +60,8 @@ func envIndex(env []corev1.EnvVar, name string) int {
 }
 
 // findContainer picks the Spark container: the one the annotation names,
-// else the first of names present, else the only container.
+// else the first of names present, else the only container that is not a
+// mesh's proxy.
 func findContainer(pod *corev1.Pod, names []string) (int, error) {
 	cs := pod.Spec.Containers
 	if want, ok := pod.Annotations[AnnotationContainer]; ok {
@@ -80,8 +81,8 @@ func findContainer(pod *corev1.Pod, names []string) (int, error) {
 			}
 		}
 	}
-	if len(cs) == 1 {
-		return 0, nil
+	if i, ok := onlyAppContainer(cs); ok {
+		return i, nil
 	}
 	return 0, &Refused{Reason: "no-spark-container", Message: fmt.Sprintf(
 		"cannot tell which container runs Spark among %s: name it %s, or annotate the pod with %s: <name>",

@@ -38,16 +38,19 @@ var (
 		{"fetch", planFetch},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
+		{"ui", checkUI},
 	}
 	driverSteps = []step{
 		{"app id label", labelAppID},
 		{"policy", applyDriverPolicy},
+		{"ui port", nameUIPort},
 		{"credentials", addCredentials},
 		{"service account", isolateServiceAccount},
 		{"volumes", addVolumes},
 		{"env", addEnv},
 		{"init container", addInitContainer},
 		{"sidecar", addSidecar},
+		{"mesh", meshExclusions},
 		{"status", annotate},
 	}
 )

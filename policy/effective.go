@@ -35,6 +35,17 @@ type Effective struct {
 	Fetch []spec.Policy `json:"fetch,omitempty"`
 	// TokenContainers keep the pod's service-account token.
 	TokenContainers []string `json:"tokenContainers,omitempty"`
+	// SparkMetrics is metrics.spark, the namespace's if set: Spark's
+	// PrometheusServlet is on (SparkMetricsConf is then under the Spark
+	// defaults) and the Spark container's UI port is named spark-ui.
+	SparkMetrics bool `json:"sparkMetrics,omitempty"`
+	// UIService is ui.service, the namespace's if set: the sidecar creates
+	// a Service for the Spark UI unless the pod declines.
+	UIService bool `json:"uiService,omitempty"`
+	// UIIngress is ui.ingress, the namespace's if set.
+	UIIngress *UIIngress `json:"uiIngress,omitempty"`
+	// Mesh is the cluster's mesh section.
+	Mesh Mesh `json:"mesh,omitzero"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -61,6 +72,7 @@ func (p *Policy) For(namespace string) *Effective {
 		HadoopConfigMap: p.HadoopConfigMap,
 		Fetch:           []spec.Policy{p.Fetch},
 		TokenContainers: p.TokenContainers,
+		Mesh:            p.Mesh,
 	}
 	if len(p.AllowedImages) > 0 {
 		e.AllowedImages = append(e.AllowedImages, p.AllowedImages)
@@ -71,7 +83,36 @@ func (p *Policy) For(namespace string) *Effective {
 	if ns.Fetch != nil {
 		e.Fetch = append(e.Fetch, *ns.Fetch)
 	}
+	metrics := p.Metrics
+	if ns.Metrics != nil && ns.Metrics.Spark != nil {
+		metrics = *ns.Metrics
+	}
+	ui := p.UI
+	if ns.UI != nil && ns.UI.Service != nil {
+		ui = *ns.UI
+	}
+	e.UIService = ui.Service != nil && *ui.Service
+	e.UIIngress = p.UI.Ingress
+	if ns.UI != nil && ns.UI.Ingress != nil {
+		e.UIIngress = ns.UI.Ingress
+	}
+	if metrics.Spark != nil && *metrics.Spark {
+		e.SparkMetrics = true
+		e.Spark.Defaults = mergeMap(SparkMetricsConf, e.Spark.Defaults)
+	}
 	return e
+}
+
+// SparkMetricsConf turns on Spark's PrometheusServlet: the driver's and
+// executors' metrics in Prometheus format on the driver's UI port, at
+// /metrics/prometheus/ and /metrics/executors/prometheus/ (Spark's
+// docs/monitoring.md and conf/metrics.properties.template, 3.5 and 4.0;
+// spark.ui.prometheus.enabled is already true by default from 4.0). These
+// are defaults: the namespace's defaults and the pod may change them.
+var SparkMetricsConf = map[string]string{
+	"spark.ui.prometheus.enabled":                       "true",
+	"spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
+	"spark.metrics.conf.*.sink.prometheusServlet.path":  "/metrics/prometheus",
 }
 
 // CheckImage returns an error naming the patterns when image is not allowed.

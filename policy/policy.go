@@ -41,6 +41,42 @@ type Policy struct {
 	// Workflows' init and wait. Every other container loses it, and the
 	// Spark container never has it.
 	TokenContainers []string `json:"tokenContainers,omitempty"`
+	// Metrics asks for Spark's own metrics in Prometheus format.
+	Metrics Metrics `json:"metrics,omitempty"`
+	// UI asks for a Service in front of every driver's Spark UI.
+	UI UI `json:"ui,omitempty"`
+	// Mesh configures what a service mesh's proxy leaves alone.
+	Mesh Mesh `json:"mesh,omitempty"`
+}
+
+// UI configures how drivers' Spark UIs are exposed.
+type UI struct {
+	// Service makes the sidecar create a Service for the driver's UI port,
+	// owned by the driver pod; a pod's sparklet.io/ui annotation overrides it.
+	Service *bool `json:"service,omitempty"`
+	// Ingress, when set, makes the sidecar also create an Ingress for that
+	// Service, owned by the driver pod.
+	Ingress *UIIngress `json:"ingress,omitempty"`
+}
+
+// UIIngress is the template of the Spark UI's Ingress. In Host, {{name}},
+// {{namespace}} and {{app}} stand for the driver pod's name, its namespace
+// and the application id.
+type UIIngress struct {
+	Host             string            `json:"host"`
+	IngressClassName string            `json:"ingressClassName,omitempty"`
+	Annotations      map[string]string `json:"annotations,omitempty"`
+	// TLSSecretName, when set, serves the host over TLS with that Secret
+	// of the driver's namespace.
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
+}
+
+// Metrics configures what drivers expose to Prometheus.
+type Metrics struct {
+	// Spark turns on Spark's PrometheusServlet on the driver's UI port
+	// (SparkMetricsConf) and names that port spark-ui for the chart's
+	// PodMonitor.
+	Spark *bool `json:"spark,omitempty"`
 }
 
 // SparkConf holds Spark properties. Defaults yield to the namespace and the
@@ -89,6 +125,10 @@ type Namespace struct {
 	Fetch       *spec.Policy `json:"fetch,omitempty"`
 	// AllowedImages narrows the cluster list: an image must match both.
 	AllowedImages []string `json:"allowedImages,omitempty"`
+	// Metrics overrides the cluster's metrics.spark when set.
+	Metrics *Metrics `json:"metrics,omitempty"`
+	// UI overrides the cluster's ui.service when set.
+	UI *UI `json:"ui,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

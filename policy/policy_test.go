@@ -128,3 +128,26 @@ func TestPolicyRefusesControllerAllocators(t *testing.T) {
 		t.Errorf("direct refused: %v", err)
 	}
 }
+
+func TestUIIngressValidation(t *testing.T) {
+	for text, want := range map[string]string{
+		"ui: {ingress: {ingressClassName: nginx}}\n":                    "ui.ingress.host: is required",
+		"ui: {ingress: {host: \"{{name}}_ui.example.com\"}}\n":          "ui.ingress.host: \"{{name}}_ui.example.com\" does not give a DNS name",
+		"namespaces: {a: {ui: {ingress: {host: \"Bad Host\"}}}}\n":      "namespaces.a.ui.ingress.host",
+		"ui: {ingress: {host: x.example.com, tlsSecretName: No_Way}}\n": "ui.ingress.tlsSecretName",
+	} {
+		if _, err := Parse([]byte(text), "dev"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", text, err, want)
+		}
+	}
+	p, err := Parse([]byte("ui: {service: true, ingress: {host: \"{{name}}.spark.example.com\"}}\nnamespaces: {b: {ui: {ingress: {host: \"{{app}}.b.example.com\"}}}}\n"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.For("a").UIIngress.UIHost("pi", "a", "spark-1"); got != "pi.spark.example.com" {
+		t.Errorf("cluster template: %q", got)
+	}
+	if got := p.For("b").UIIngress.UIHost("pi", "b", "spark-1"); got != "spark-1.b.example.com" {
+		t.Errorf("namespace template: %q", got)
+	}
+}

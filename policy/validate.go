@@ -39,6 +39,8 @@ func (p *Policy) Validate() error {
 	v.images("allowedImages", p.AllowedImages)
 	v.sidecar("sidecar", p.Sidecar)
 	v.tokenContainers("tokenContainers", p.TokenContainers)
+	v.mesh("mesh", p.Mesh)
+	v.uiIngress("ui.ingress", p.UI.Ingress)
 	if p.LocalDirs.Count < 0 || p.LocalDirs.Count > 16 {
 		v.add("localDirs.count", "must be between 0 and 16, got %d", p.LocalDirs.Count)
 	}
@@ -68,6 +70,9 @@ func (p *Policy) Validate() error {
 		v.credentials(at+".credentials", ns.Credentials)
 		v.limits(at+".limits", ns.Limits)
 		v.images(at+".allowedImages", ns.AllowedImages)
+		if ns.UI != nil {
+			v.uiIngress(at+".ui.ingress", ns.UI.Ingress)
+		}
 		if ns.Fetch != nil {
 			if err := ns.Fetch.Validate(); err != nil {
 				v.errs = append(v.errs, at+"."+err.Error())

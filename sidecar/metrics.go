@@ -7,6 +7,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/internal/buildinfo"
 )
 
 type metrics struct {
@@ -34,29 +36,37 @@ func newMetrics() *metrics {
 			Name: "sparklet_sidecar_quota_short_circuits_total", Help: "Executor POSTs answered from memory during a quota backoff.",
 		}),
 	}
-	m.registry.MustRegister(m.jvmRequests, m.apiRequests, m.createLatency, m.quotaShortCircuits,
+	m.registry.MustRegister(m.jvmRequests, m.apiRequests, m.createLatency, m.quotaShortCircuits, buildinfo.Collector(),
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// watchPhases exports executors by phase from the cache.
+// watchPhases exports this application's executors by phase from the
+// cache, as one gauge sparklet_sidecar_executors{phase}.
 func (m *metrics) watchPhases(s *state) {
-	m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name: "sparklet_sidecar_executors", Help: "Executors of this application in the cache, all phases.",
-	}, func() float64 { return float64(len(s.executors.all())) }))
-	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed} {
-		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "sparklet_sidecar_executors_by_phase", Help: "Executors of this application by phase.",
-			ConstLabels: prometheus.Labels{"phase": string(phase)},
-		}, func() float64 {
-			n := 0
-			for _, p := range s.executors.all() {
-				if p.Status.Phase == phase {
-					n++
-				}
-			}
-			return float64(n)
-		}))
+	m.registry.MustRegister(&executorPhases{s: s, desc: prometheus.NewDesc("sparklet_sidecar_executors",
+		"Executors of this application in the cache, by phase (Pending, Running, Succeeded, Failed, Unknown).", []string{"phase"}, nil)})
+}
+
+// executorPhases counts the cached executors per phase at each scrape.
+type executorPhases struct {
+	s    *state
+	desc *prometheus.Desc
+}
+
+func (e *executorPhases) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+
+func (e *executorPhases) Collect(ch chan<- prometheus.Metric) {
+	n := map[corev1.PodPhase]int{}
+	for _, p := range e.s.executors.all() {
+		n[p.Status.Phase]++
+	}
+	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
+		count := n[phase]
+		if phase == corev1.PodPending {
+			count += n[""] // created, not yet given a phase
+		}
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.GaugeValue, float64(count), string(phase))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,6 +27,7 @@ type Sidecar struct {
 	log     *logrus.Entry
 	metrics *metrics
 	appID   string
+	driver  *corev1.Pod // as read at start
 	events  *recorder
 	api     *API // once prepared
 	ready   chan struct{}
@@ -75,6 +77,7 @@ func (s *Sidecar) Run(ctx context.Context, client kubernetes.Interface) error {
 		return err
 	}
 	defer stopAPI()
+	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
 	return s.wait(ctx, ended)
 }
 
@@ -121,6 +124,7 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read own pod %s/%s: %w", s.cfg.Namespace, s.cfg.PodName, err)
 	}
+	s.driver = own
 	s.appID = own.Labels[patches.LabelAppID]
 	if s.appID == "" {
 		return fmt.Errorf("pod %s has no %s label: it was not injected by the sparklet webhook", own.Name, patches.LabelAppID)

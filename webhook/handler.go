@@ -127,7 +127,7 @@ func (h *Handler) safeAdmit(req *admissionv1.AdmissionRequest) (resp *admissionv
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.WithFields(logrus.Fields{"uid": req.UID, "panic": fmt.Sprint(p)}).Error("admission panicked")
-			h.metrics.admissions.WithLabelValues("error", "panic").Inc()
+			h.metrics.admissions.WithLabelValues("error", reasonPanic).Inc()
 			resp = errorResponse(http.StatusInternalServerError, fmt.Sprintf("sparklet webhook internal error: %v", p))
 		}
 	}()
@@ -139,14 +139,14 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
-		h.metrics.admissions.WithLabelValues("skipped", "not_pod_create").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", reasonNotPodCreate).Inc()
 		log.Info("skipped: not a pod create")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
 	}
 	pol := h.policy()
 	if pol == nil {
 		// Not ready, so normally not called; a direct call still fails closed.
-		h.metrics.admissions.WithLabelValues("error", "no policy").Inc()
+		h.metrics.admissions.WithLabelValues("error", reasonNoPolicy).Inc()
 		log.Error("refused: no valid policy loaded")
 		return errorResponse(http.StatusServiceUnavailable, "the sparklet webhook has no valid policy loaded; see its log or run sparklet policy validate on the policy file")
 	}
@@ -172,14 +172,14 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	var refused *patches.Refused
 	switch {
 	case errors.As(err, &refused):
-		h.metrics.admissions.WithLabelValues("refused", refused.Reason).Inc()
+		h.metrics.admissions.WithLabelValues("refused", refusalReason(refused.Reason)).Inc()
 		log.WithField("reason", refused.Reason).Info("refused: " + refused.Message)
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: false, Warnings: res.Warnings, Result: &metav1.Status{
 			Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
 			Message: refused.Message,
 		}}
 	case err != nil:
-		h.metrics.admissions.WithLabelValues("error", "bad pod").Inc()
+		h.metrics.admissions.WithLabelValues("error", reasonBadPod).Inc()
 		log.WithError(err).Info("error")
 		return errorResponse(http.StatusBadRequest, err.Error())
 	case res.Skipped != nil:
@@ -187,16 +187,16 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log.WithField("reason", res.Skipped.Reason).Info("skipped: " + res.Skipped.Message)
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	case len(ops) == 0:
-		h.metrics.admissions.WithLabelValues("skipped", "already_injected").Inc()
+		h.metrics.admissions.WithLabelValues("skipped", reasonAlreadyInjected).Inc()
 		log.Info("skipped: already injected")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	}
 	patch, err := podpatch.Encode(ops)
 	if err != nil {
-		h.metrics.admissions.WithLabelValues("error", "encode patch").Inc()
+		h.metrics.admissions.WithLabelValues("error", reasonEncodePatch).Inc()
 		return errorResponse(http.StatusInternalServerError, "encode patch: "+err.Error())
 	}
-	h.metrics.admissions.WithLabelValues("injected", "").Inc()
+	h.metrics.admissions.WithLabelValues("injected", reasonNone).Inc()
 	log.WithField("ops", len(ops)).Info("injected")
 	if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
 		log.WithField("patch", string(patch)).Debug("response")

@@ -164,7 +164,7 @@ func TestRefusalIsForbiddenWithMessage(t *testing.T) {
 	if resp.Allowed || resp.Result.Code != http.StatusForbidden || resp.Result.Reason != metav1.StatusReasonForbidden {
 		t.Fatalf("response = %+v", resp)
 	}
-	if got := counterValue(h.metrics.admissions.WithLabelValues("refused", "image-not-allowed")); got != 1 {
+	if got := counterValue(h.metrics.admissions.WithLabelValues("refused", "image_not_allowed")); got != 1 {
 		t.Errorf("refusal metric = %v, want 1", got)
 	}
 }

@@ -47,7 +47,7 @@ func (s *policyStore) watch(ctx context.Context, file string, interval time.Dura
 	return filewatch.Watch(ctx, interval, []string{file}, func(c [][]byte) error {
 		p, err := policy.Parse(c[0], version.Version)
 		if err != nil {
-			s.metrics.reloads.WithLabelValues("error").Inc()
+			s.metrics.policyLoaded(false)
 			if s.get() != nil {
 				s.log.WithError(err).WithField("file", file).Error("policy rejected; keeping the last good policy")
 				return nil
@@ -60,7 +60,7 @@ func (s *policyStore) watch(ctx context.Context, file string, interval time.Dura
 			return nil
 		}
 		s.current.Store(p)
-		s.metrics.reloads.WithLabelValues("ok").Inc()
+		s.metrics.policyLoaded(true)
 		s.log.WithField("file", file).Info("policy loaded")
 		return nil
 	})

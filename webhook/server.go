@@ -55,8 +55,10 @@ type Server struct {
 // NewServer builds a server from a validated config.
 func NewServer(cfg Config, log *logrus.Entry) *Server {
 	m := newMetrics()
-	return &Server{cfg: cfg, log: log, metrics: m, certs: cfg.Certs,
+	s := &Server{cfg: cfg, log: log, metrics: m, certs: cfg.Certs,
 		policies: &policyStore{metrics: m, log: log}}
+	m.registry.MustRegister(newCertExpiry(func() CertSource { return s.certs }))
+	return s
 }
 
 // MutatePath is where the webhook answers AdmissionReviews.

@@ -12,6 +12,17 @@ if [ "$want" = "$(cat "$stamp" 2>/dev/null || true)" ] && [ -x "$bin/helm" ]; th
 fi
 cd "$here"
 version=$(GOFLAGS=-mod=mod go list -m -f '{{.Version}}' helm.sh/helm/v3)
-echo "building helm $version into $bin"
-CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$version" -o "$bin/helm" helm.sh/helm/v3/cmd/helm
+# As helm's own Makefile does: the Kubernetes version helm assumes without
+# a cluster (helm template, helm lint) is one minor past its client-go's
+# (v0.N.x is Kubernetes 1.N); unset, helm assumes 1.20, which the chart's
+# kubeVersion refuses.
+kube=$(GOFLAGS=-mod=mod go list -m -f '{{.Version}}' k8s.io/client-go)
+kube_minor=$(echo "$kube" | cut -d. -f2)
+ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version"
+for pkg in helm.sh/helm/v3/pkg/chartutil helm.sh/helm/v3/pkg/lint/rules; do
+  ldflags="$ldflags -X $pkg.k8sVersionMajor=1 -X $pkg.k8sVersionMinor=$kube_minor"
+done
+echo "building helm $version (assumes Kubernetes 1.$kube_minor) into $bin"
+rm -f "$bin/helm" # may be a symlink to another tree's helm
+CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "$ldflags" -o "$bin/helm" helm.sh/helm/v3/cmd/helm
 echo "$want" > "$stamp"

@@ -8,22 +8,20 @@ import (
 	"github.com/sparklet/sparklet/test/podrunner"
 )
 
-// sparkletImage maps the sparklet image to BIN_DIR/sparklet, as the
-// Dockerfile at the repository root builds it: the binary at /sparklet, its
-// ENTRYPOINT, on gcr.io/distroless/static-debian12:nonroot, whose ENV and
-// WORKDIR are those of GoogleContainerTools/distroless base/base.bzl.
+// sparkletImage maps the sparklet image to BIN_DIR/sparklet, as `make
+// image` and the Dockerfile build it: the binary at /sparklet, its
+// ENTRYPOINT, on an empty base with no ENV and no WORKDIR. The runtime
+// then works in / and gives the container its default PATH (containerd's
+// and Docker's).
 func sparkletImage(image, binDir string) (*podrunner.Image, error) {
 	bin := filepath.Join(binDir, "sparklet")
 	if _, err := os.Stat(bin); err != nil {
 		return nil, fmt.Errorf("image %s: %s is missing: run make build", image, bin)
 	}
 	return &podrunner.Image{
-		Binds: map[string]string{"/sparklet": bin},
-		Env: []string{
-			"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt",
-		},
-		WorkingDir: "/home/nonroot",
+		Binds:      map[string]string{"/sparklet": bin},
+		Env:        []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"},
+		WorkingDir: "/",
 		Entrypoint: sparkletEntrypoint,
 	}, nil
 }

@@ -1,14 +1,23 @@
-{{- define "sparklet.name" -}}sparklet{{- end -}}
-{{- define "sparklet.fullname" -}}{{ .Release.Name | trunc 40 | trimSuffix "-" }}-sparklet{{- end -}}
+{{- /* name: nameOverride or "sparklet"; it names the app label. */ -}}
+{{- define "sparklet.name" -}}{{ .Values.nameOverride | default "sparklet" | trunc 40 | trimSuffix "-" }}{{- end -}}
+{{- /* fullname names the Service and prefixes every other object:
+fullnameOverride, or <release>-<name>; at most 63 characters (a Service name). */ -}}
+{{- define "sparklet.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" (.Release.Name | trunc 40 | trimSuffix "-") (include "sparklet.name" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
 {{- define "sparklet.labels" -}}
-app.kubernetes.io/name: sparklet
+app.kubernetes.io/name: {{ include "sparklet.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 helm.sh/chart: {{ .Chart.Name }}-{{ .Chart.Version }}
 {{- end -}}
 {{- define "sparklet.selectorLabels" -}}
-app.kubernetes.io/name: sparklet
+app.kubernetes.io/name: {{ include "sparklet.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: webhook
 {{- end -}}
@@ -19,4 +28,16 @@ app.kubernetes.io/component: webhook
 {{- end -}}
 {{- define "sparklet.tlsSecret" -}}
 {{- if .Values.tls.certManager.enabled -}}{{ include "sparklet.fullname" . }}-tls{{- else -}}{{ .Values.tls.existingSecret }}{{- end -}}
+{{- end -}}
+
+{{- /* certManagerCheck fails an install or upgrade in cert-manager mode on a
+cluster without cert-manager's API, naming the value to change. Offline
+(helm template, helm lint) there is no cluster to ask: lookup returns
+nothing, and the chart renders what the values ask for. */ -}}
+{{- define "sparklet.certManagerCheck" -}}
+{{- if and .Values.tls.certManager.enabled (not (.Capabilities.APIVersions.Has "cert-manager.io/v1")) -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" -}}
+{{- fail "tls.certManager.enabled is true, but this cluster has no cert-manager (API cert-manager.io/v1 is not served). Install cert-manager first, or set tls.certManager.enabled=false: the webhook then manages its own certificate (tls.selfManagedSecret), or uses tls.existingSecret with tls.caBundle." -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
