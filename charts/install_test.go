@@ -82,7 +82,10 @@ func TestHelmOnTheLocalAPIServer(t *testing.T) {
 		for _, n := range []string{"team-a", "team-b"} {
 			kubectl(ctx, t, c, "create", "namespace", n)
 		}
-		values := []string{"-f", filepath.Join("testdata", "self-managed.yaml"), "-f", filepath.Join("testdata", "namespace-list.yaml")}
+		// No node runs the pre-install policy check's Job here;
+		// policycheck_test.go runs its command line instead.
+		values := []string{"-f", filepath.Join("testdata", "self-managed.yaml"), "-f", filepath.Join("testdata", "namespace-list.yaml"),
+			"--set", "policyCheck.enabled=false"}
 		run(t, h, helmArgs(append([]string{"install", rel, "sparklet", "--namespace", ns, "--create-namespace", "--wait=false"}, values...)...)...)
 
 		// The webhook runs here as local processes, and the API server

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -70,9 +71,14 @@ func TestSparkUIServiceLivesWithTheDriver(t *testing.T) {
 	if svc.Spec.Ports[0].Port != 4040 || svc.Spec.Selector[patches.LabelAppID] != pod.Labels[patches.LabelAppID] {
 		t.Errorf("Service spec %+v", svc.Spec)
 	}
-	events, _ := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=SparkUI"})
-	if len(events.Items) != 1 || !strings.Contains(events.Items[0].Message, url) {
-		t.Errorf("SparkUI events %+v, want one with %s", events.Items, url)
+	// The sidecar writes Events from its own queue, so wait for it.
+	var events *corev1.EventList
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		events, err = env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=SparkUI"})
+		return err == nil && len(events.Items) > 0, nil
+	})
+	if err != nil || len(events.Items) != 1 || !strings.Contains(events.Items[0].Message, url) {
+		t.Errorf("SparkUI events %+v (%v), want one with %s", events, err, url)
 	}
 
 	zero := int64(0)
