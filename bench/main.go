@@ -40,6 +40,8 @@ type options struct {
 	perDriver     int
 	sections      string
 	schedulerQPS  int
+	// sidecarExecutors are the executor counts of the sidecar section.
+	sidecarExecutors []int
 }
 
 // validate names the flag at fault.
@@ -56,6 +58,14 @@ func (o options) validate() error {
 	if o.idle <= 0 || o.steady <= 0 {
 		errs = append(errs, fmt.Errorf("--idle and --steady must be positive, got %s and %s", o.idle, o.steady))
 	}
+	if len(o.sidecarExecutors) == 0 {
+		errs = append(errs, fmt.Errorf("--sidecar-executors must list at least one count, such as 1000,5000"))
+	}
+	for _, n := range o.sidecarExecutors {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("--sidecar-executors: each count must be at least 1, got %d", n))
+		}
+	}
 	if o.schedulerQPS < 0 {
 		errs = append(errs, fmt.Errorf("--scheduler-qps must not be negative (0 keeps kube-scheduler's default), got %d", o.schedulerQPS))
 	}
@@ -69,7 +79,7 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
-var sectionNames = []string{"webhook", "create", "allocation", "jvm", "scale"}
+var sectionNames = []string{"webhook", "create", "allocation", "jvm", "scale", "sidecar"}
 
 func (o options) runs(section string) bool {
 	return o.sections == "all" || strings.Contains(","+o.sections+",", ","+section+",")
@@ -87,7 +97,19 @@ func main() {
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
-	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale (a partial run does not write the chart)")
+	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale, sidecar (a partial run does not write the chart)")
+	flag.Func("sidecar-executors", "comma-separated executor counts of the sidecar section (default 1000,5000)", func(v string) error {
+		o.sidecarExecutors = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("%q is not a count", f)
+			}
+			o.sidecarExecutors = append(o.sidecarExecutors, n)
+		}
+		return nil
+	})
+	o.sidecarExecutors = []int{1000, 5000}
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -161,6 +183,11 @@ func run(o options) error {
 	}
 	if o.runs("scale") {
 		if err := scale(ctx, env, o, r); err != nil {
+			return err
+		}
+	}
+	if o.runs("sidecar") {
+		if err := sidecarMemory(ctx, env, o, r); err != nil {
 			return err
 		}
 	}

@@ -9,27 +9,35 @@ import (
 	"k8s.io/client-go/tools/cache"
 )
 
-// event is one change the informer saw, in the order it saw them.
+// event is one change the informer saw, in the order it saw them. Its
+// pod carries the JSON every watch sends, encoded once.
 type event struct {
 	Type watch.EventType
-	Pod  *corev1.Pod
+	Pod  *cachedPod
 	rv   uint64
 }
 
 // hub fans the informer's events out to the JVM's watches and keeps the
 // most recent ones, so a watch that resumes from a resourceVersion gets
 // what it missed instead of a 410, which fabric8 would never recover from.
+// The ring is bounded by the bytes of its pods' JSON as well as by count:
+// each event holds a version of a pod, and executors are what the
+// sidecar's memory grows with.
 type hub struct {
 	mu     sync.Mutex
 	recent []event // ring, oldest first
-	max    int
-	subs   map[chan event]struct{}
-	latest uint64
+	max    int     // events
+	// maxBytes bounds the JSON the ring holds; bytes is what it holds.
+	maxBytes, bytes int
+	subs            map[chan event]struct{}
+	latest          uint64
 	// dropped is set once the ring has discarded events.
 	dropped bool
 }
 
-func newHub(max int) *hub { return &hub{max: max, subs: map[chan event]struct{}{}} }
+func newHub(max, maxBytes int) *hub {
+	return &hub{max: max, maxBytes: maxBytes, subs: map[chan event]struct{}{}}
+}
 
 func rvOf(p *corev1.Pod) uint64 {
 	n, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
@@ -41,29 +49,31 @@ func (h *hub) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.publish(watch.Added, obj) },
 		UpdateFunc: func(_, obj any) { h.publish(watch.Modified, obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			h.publish(watch.Deleted, obj)
-		},
+		DeleteFunc: func(obj any) { h.publish(watch.Deleted, obj) },
 	}
 }
 
 func (h *hub) publish(t watch.EventType, obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := cachedOf(obj)
 	if !ok {
 		return
 	}
-	e := event{Type: t, Pod: pod, rv: rvOf(pod)}
+	e := event{Type: t, Pod: pod, rv: pod.rv()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.rv > h.latest {
 		h.latest = e.rv
 	}
 	h.recent = append(h.recent, e)
-	if len(h.recent) > h.max {
-		h.recent = h.recent[len(h.recent)-h.max:]
+	h.bytes += len(pod.json)
+	drop := 0
+	for len(h.recent)-drop > 1 && (len(h.recent)-drop > h.max || h.bytes > h.maxBytes) {
+		h.bytes -= len(h.recent[drop].Pod.json)
+		drop++
+	}
+	if drop > 0 {
+		clear(h.recent[:drop]) // so the dropped pods can be collected
+		h.recent = h.recent[drop:]
 		h.dropped = true
 	}
 	for ch := range h.subs {

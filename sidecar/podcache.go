@@ -1,0 +1,134 @@
+package sidecar
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// cachedPod is what an informer keeps of one pod version: the pod as the
+// JVM is served it, encoded once, and the fields the sidecar itself reads.
+// GET, LIST and every watch send json as it is, so serving a pod never
+// decodes or encodes it again, and each watch event is encoded once for
+// all its subscribers.
+type cachedPod struct {
+	// Pod is the whole pod for the driver; for executors only what the
+	// sidecar reads itself (see slimExecutor).
+	*corev1.Pod
+	// json is the pod with its kind, as the API server sends it, less
+	// metadata.managedFields (see encodeForJVM).
+	json []byte
+}
+
+// rv is the pod's resourceVersion as a number.
+func (c *cachedPod) rv() uint64 { return rvOf(c.Pod) }
+
+// decode returns the whole pod, decoded afresh from what the JVM is
+// served; the caller owns it.
+func (c *cachedPod) decode() (*corev1.Pod, error) {
+	var p corev1.Pod
+	if err := json.Unmarshal(c.json, &p); err != nil {
+		return nil, fmt.Errorf("decode cached pod %s: %w", c.Name, err)
+	}
+	return &p, nil
+}
+
+// podTransform returns the informer transform that turns each pod the
+// informer receives into a cachedPod. With slim, the decoded pod is cut to
+// what the sidecar reads itself; the JVM is still served the whole pod.
+// It is idempotent, as client-go asks of a transform.
+func podTransform(slim bool) cache.TransformFunc {
+	return func(obj any) (any, error) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok {
+			return obj, nil // a cachedPod already, or a tombstone
+		}
+		raw, err := encodeForJVM(pod)
+		if err != nil {
+			return nil, err
+		}
+		if slim {
+			pod = slimExecutor(pod)
+		}
+		return &cachedPod{Pod: pod, json: raw}, nil
+	}
+}
+
+// encodeForJVM encodes a pod as the API server sends it, in place: kind
+// and apiVersion set, metadata.managedFields dropped. managedFields are
+// server-side apply's bookkeeping, about a third of an executor's bytes
+// once the scheduler and the node have written its status. No client of
+// the localhost API reads them: Spark's Kubernetes backend
+// (ExecutorPodsSnapshot, ExecutorPodsAllocator,
+// ExecutorPodsLifecycleManager in Spark 3.5 and 4.x) reads labels,
+// deletionTimestamp, spec and status through fabric8's Pod model, never
+// managedFields; the sidecar accepts no apply patch (checkMetadataPatch);
+// kubectl hides them unless asked (--show-managed-fields).
+func encodeForJVM(pod *corev1.Pod) ([]byte, error) {
+	pod.ManagedFields = nil
+	pod.TypeMeta = metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"}
+	raw, err := json.Marshal(pod)
+	if err != nil {
+		return nil, fmt.Errorf("encode pod %s: %w", pod.Name, err)
+	}
+	return raw, nil
+}
+
+// slimExecutor keeps of an executor only what the sidecar reads from its
+// cache: the name, namespace, UID, resourceVersion, labels and
+// deletionTimestamp, and the fields a field selector can name (phase,
+// nodeName, restartPolicy). Everything else of the pod is in the cached
+// JSON the JVM is served.
+func slimExecutor(p *corev1.Pod) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}
+}
+
+// cachedOf returns the cachedPod an informer handed out, unwrapping a
+// tombstone; ok is false for anything else.
+func cachedOf(obj any) (*cachedPod, bool) {
+	if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = d.Obj
+	}
+	c, ok := obj.(*cachedPod)
+	return c, ok && c.Pod != nil
+}
+
+// writePod answers with one cached pod.
+func writePod(w http.ResponseWriter, code int, p *cachedPod) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	_, _ = w.Write(p.json)
+	_, _ = w.Write([]byte{'\n'})
+}
+
+// writePodList answers with a PodList of cached pods, written as it goes
+// rather than built in memory first.
+func writePodList(w http.ResponseWriter, items []*cachedPod, resourceVersion string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	bw := bufio.NewWriterSize(w, 32<<10)
+	// Items is never null: the API server sends [], and fabric8 hands
+	// Spark a null list otherwise.
+	rv, _ := json.Marshal(resourceVersion)
+	_, _ = bw.WriteString(`{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":`)
+	_, _ = bw.Write(rv)
+	_, _ = bw.WriteString(`},"items":[`)
+	for i, p := range items {
+		if i > 0 {
+			_ = bw.WriteByte(',')
+		}
+		_, _ = bw.Write(p.json)
+	}
+	_, _ = bw.WriteString("]}\n")
+	_ = bw.Flush()
+}
