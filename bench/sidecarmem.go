@@ -41,6 +41,8 @@ func sidecarMemory(ctx context.Context, env *testenv.Env, o options, r *report) 
 		if err != nil {
 			return fmt.Errorf("sidecar with %d executors: %w", n, err)
 		}
+		fmt.Fprintf(os.Stderr, "bench: sidecar with %d executors: peak RSS %.1f MiB, LIST %s from the sidecar, %s from the API server\n",
+			n, row.rssKiB/1024, row.listSidecar, row.listAPI)
 		rows = append(rows, row)
 	}
 	r.line("## 6. The sidecar's memory and its LIST")
@@ -94,11 +96,23 @@ func sidecarAt(ctx context.Context, env *testenv.Env, o options, n int) (sidecar
 	run := watchRunning(runCtx, env.Client, ns, n, start)
 	countWatchEvents(runCtx, sc, ns)
 	jvm.SetTarget(n)
-	select {
-	case <-run.done:
-	case <-time.After(15 * time.Minute):
-		st := jvm.Stats()
-		return row, fmt.Errorf("not all %d executors Running after 15 minutes (%d created, last error: %s)", n, st.Created, st.LastCreateError)
+	deadline := time.After(15 * time.Minute)
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for waiting := true; waiting; {
+		select {
+		case <-run.done:
+			waiting = false
+		case <-tick.C:
+			// A refusal (the policy's limits.maxExecutors, a quota) is
+			// retried by the JVM for ever: stop at the first.
+			if st := jvm.Stats(); strings.Contains(st.LastCreateError, "HTTP 403") {
+				return row, fmt.Errorf("executor creates refused after %d: %s", st.Created, st.LastCreateError)
+			}
+		case <-deadline:
+			st := jvm.Stats()
+			return row, fmt.Errorf("not all %d executors Running after 15 minutes (%d created, last error: %s)", n, st.Created, st.LastCreateError)
+		}
 	}
 	row.running = run.at
 	if row.listSidecar, row.listAPI, err = listTimes(ctx, env, ns, sc); err != nil {

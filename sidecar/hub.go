@@ -4,7 +4,6 @@ import (
 	"strconv"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
@@ -39,8 +38,8 @@ func newHub(max, maxBytes int) *hub {
 	return &hub{max: max, maxBytes: maxBytes, subs: map[chan event]struct{}{}}
 }
 
-func rvOf(p *corev1.Pod) uint64 {
-	n, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
 	return n
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -36,22 +35,22 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		}))
 	execPods := execFactory.Core().V1().Pods()
 	driverPods := driverFactory.Core().V1().Pods()
-	// The executors' cache keeps each pod's JSON and a slim pod; the
-	// driver's keeps the whole pod, which the executor patches read.
-	if err := execPods.Informer().SetTransform(podTransform(true)); err != nil {
+	// Both caches keep each pod's JSON and the fields the sidecar reads;
+	// the driver's also the whole pod, which the executor patches read.
+	if err := execPods.Informer().SetTransform(podTransform(false)); err != nil {
 		return nil, nil, err
 	}
-	if err := driverPods.Informer().SetTransform(podTransform(false)); err != nil {
+	if err := driverPods.Informer().SetTransform(podTransform(true)); err != nil {
 		return nil, nil, err
 	}
 	st := &state{
 		driverName: s.cfg.PodName,
 		executors: &source{store: execPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
-			keep: func(p *corev1.Pod) bool {
+			keep: func(p *cachedPod) bool {
 				return p.Labels[patches.LabelAppID] == s.appID && p.Labels[patches.LabelRole] == "executor"
 			}},
 		driverSource: &source{store: driverPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
-			keep: func(p *corev1.Pod) bool { return p.Name == s.cfg.PodName }},
+			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},
 	}
 	if _, err := execPods.Informer().AddEventHandler(st.executors.hub.handler()); err != nil {
 		return nil, nil, err

@@ -51,7 +51,7 @@ func (m *metrics) watchPhases(s *state) {
 		}, func() float64 {
 			n := 0
 			for _, p := range s.executors.all() {
-				if p.Status.Phase == phase {
+				if p.Phase == phase {
 					n++
 				}
 			}

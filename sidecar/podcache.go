@@ -17,16 +17,27 @@ import (
 // decodes or encodes it again, and each watch event is encoded once for
 // all its subscribers.
 type cachedPod struct {
-	// Pod is the whole pod for the driver; for executors only what the
-	// sidecar reads itself (see slimExecutor).
-	*corev1.Pod
+	podFacts
+	// whole is the whole decoded pod, kept for the driver only: the
+	// executor patches read it.
+	whole *corev1.Pod
 	// json is the pod with its kind, as the API server sends it, less
 	// metadata.managedFields (see encodeForJVM).
 	json []byte
 }
 
+// podFacts are the fields of a pod the sidecar reads itself: the name,
+// namespace, UID, resourceVersion, labels and deletionTimestamp, and the
+// fields a field selector can name. A quarter of a corev1.Pod's size.
+type podFacts struct {
+	metav1.ObjectMeta
+	Phase         corev1.PodPhase
+	NodeName      string
+	RestartPolicy corev1.RestartPolicy
+}
+
 // rv is the pod's resourceVersion as a number.
-func (c *cachedPod) rv() uint64 { return rvOf(c.Pod) }
+func (c *cachedPod) rv() uint64 { return parseRV(c.ResourceVersion) }
 
 // decode returns the whole pod, decoded afresh from what the JVM is
 // served; the caller owns it.
@@ -39,10 +50,9 @@ func (c *cachedPod) decode() (*corev1.Pod, error) {
 }
 
 // podTransform returns the informer transform that turns each pod the
-// informer receives into a cachedPod. With slim, the decoded pod is cut to
-// what the sidecar reads itself; the JVM is still served the whole pod.
-// It is idempotent, as client-go asks of a transform.
-func podTransform(slim bool) cache.TransformFunc {
+// informer receives into a cachedPod, keeping the whole decoded pod when
+// whole is set. It is idempotent, as client-go asks of a transform.
+func podTransform(whole bool) cache.TransformFunc {
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -52,10 +62,11 @@ func podTransform(slim bool) cache.TransformFunc {
 		if err != nil {
 			return nil, err
 		}
-		if slim {
-			pod = slimExecutor(pod)
+		c := &cachedPod{podFacts: factsOf(pod), json: raw}
+		if whole {
+			c.whole = pod
 		}
-		return &cachedPod{Pod: pod, json: raw}, nil
+		return c, nil
 	}
 }
 
@@ -79,17 +90,11 @@ func encodeForJVM(pod *corev1.Pod) ([]byte, error) {
 	return raw, nil
 }
 
-// slimExecutor keeps of an executor only what the sidecar reads from its
-// cache: the name, namespace, UID, resourceVersion, labels and
-// deletionTimestamp, and the fields a field selector can name (phase,
-// nodeName, restartPolicy). Everything else of the pod is in the cached
-// JSON the JVM is served.
-func slimExecutor(p *corev1.Pod) *corev1.Pod {
-	return &corev1.Pod{
+func factsOf(p *corev1.Pod) podFacts {
+	return podFacts{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
 			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy},
-		Status: corev1.PodStatus{Phase: p.Status.Phase},
+		Phase: p.Status.Phase, NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
 	}
 }
 
@@ -100,7 +105,7 @@ func cachedOf(obj any) (*cachedPod, bool) {
 		obj = d.Obj
 	}
 	c, ok := obj.(*cachedPod)
-	return c, ok && c.Pod != nil
+	return c, ok && c != nil
 }
 
 // writePod answers with one cached pod.

@@ -94,7 +94,7 @@ func TestServedPodIsWholeLessManagedFields(t *testing.T) {
 }
 
 func TestTransformIsIdempotentAndSlim(t *testing.T) {
-	tr := podTransform(true)
+	tr := podTransform(false)
 	once, err := tr(fullExecutor(1))
 	if err != nil {
 		t.Fatal(err)
@@ -104,11 +104,15 @@ func TestTransformIsIdempotentAndSlim(t *testing.T) {
 		t.Fatalf("second transform changed the object: %v", err)
 	}
 	c := once.(*cachedPod)
-	if c.Spec.Containers != nil || c.Status.PodIP != "" || c.ManagedFields != nil {
-		t.Errorf("the slim pod keeps more than the sidecar reads: %+v", c.Pod)
+	if c.whole != nil || c.Annotations != nil || c.OwnerReferences != nil || c.ManagedFields != nil {
+		t.Errorf("an executor's cache entry keeps more than the sidecar reads: %+v", c.podFacts)
 	}
-	if c.Name != "pi-exec-1" || c.Labels[patches.LabelRole] != "executor" || c.Status.Phase != corev1.PodRunning || c.Spec.NodeName != "node-1" {
-		t.Errorf("the slim pod lost what the sidecar reads: %+v", c.Pod)
+	if c.Name != "pi-exec-1" || c.Labels[patches.LabelRole] != "executor" || c.Phase != corev1.PodRunning || c.NodeName != "node-1" ||
+		c.RestartPolicy != corev1.RestartPolicyNever || c.ResourceVersion != "" || c.UID != "exec-uid" {
+		t.Errorf("an executor's cache entry lost what the sidecar reads: %+v", c.podFacts)
+	}
+	if d, _ := podTransform(true)(fullExecutor(1)); d.(*cachedPod).whole == nil || d.(*cachedPod).whole.Status.PodIP != "10.0.0.7" {
+		t.Error("the driver's cache entry lost the whole pod")
 	}
 	full, err := c.decode()
 	if err != nil || full.Status.PodIP != "10.0.0.7" || len(full.Spec.Containers) != 1 || full.ManagedFields != nil {
@@ -119,8 +123,7 @@ func TestTransformIsIdempotentAndSlim(t *testing.T) {
 func TestHubRingIsBoundedByBytes(t *testing.T) {
 	h := newHub(100, 3000)
 	pod := func(rv int) *cachedPod {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: fmt.Sprint(rv)}}
-		return &cachedPod{Pod: p, json: make([]byte, 1000)}
+		return &cachedPod{podFacts: podFacts{ObjectMeta: metav1.ObjectMeta{Name: "p", ResourceVersion: fmt.Sprint(rv)}}, json: make([]byte, 1000)}
 	}
 	for rv := 1; rv <= 10; rv++ {
 		h.publish(watch.Modified, pod(rv))

@@ -16,7 +16,7 @@ type source struct {
 	store     cache.Indexer
 	namespace string
 	hub       *hub
-	keep      func(*corev1.Pod) bool
+	keep      func(*cachedPod) bool
 }
 
 // all returns every cached pod, kept or not.
@@ -38,7 +38,7 @@ func (s *source) get(name string) (*cachedPod, bool) {
 		return nil, false
 	}
 	c, ok := cachedOf(obj)
-	if !ok || !s.keep(c.Pod) {
+	if !ok || !s.keep(c) {
 		return nil, false
 	}
 	return c, true
@@ -49,7 +49,7 @@ func (s *source) get(name string) (*cachedPod, bool) {
 func (s *source) list(sel selectors) ([]*cachedPod, string) {
 	var out []*cachedPod
 	for _, p := range s.all() {
-		if s.keep(p.Pod) && sel.matches(p.Pod) {
+		if s.keep(p) && sel.matches(p) {
 			out = append(out, p)
 		}
 	}
@@ -71,10 +71,10 @@ type state struct {
 // driverPod is the whole driver pod.
 func (s *state) driverPod() (*corev1.Pod, bool) {
 	c, ok := s.driverSource.get(s.driverName)
-	if !ok {
+	if !ok || c.whole == nil {
 		return nil, false
 	}
-	return c.Pod, true
+	return c.whole, true
 }
 
 func (s *state) executor(name string) (*cachedPod, error) {
@@ -99,7 +99,7 @@ func (s *state) pod(name string) (*cachedPod, error) {
 func (s *state) activeExecutors() int {
 	n := 0
 	for _, p := range s.executors.all() {
-		if s.executors.keep(p.Pod) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if s.executors.keep(p) && p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed {
 			n++
 		}
 	}

@@ -41,7 +41,7 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 			if e.rv != 0 && e.rv <= sent && e.Type != watch.Added {
 				return nil
 			}
-			if !src.keep(e.Pod.Pod) || !sel.matches(e.Pod.Pod) {
+			if !src.keep(e.Pod) || !sel.matches(e.Pod) {
 				return nil
 			}
 			if e.rv > sent {

@@ -32,6 +32,7 @@ func runSidecar(args []string) error {
 		return err
 	}
 	cfg.PolicyJSON, cfg.ConfSHA256 = env.PolicyJSON, env.ConfSHA256
+	sidecar.SetGCPercent(os.LookupEnv)
 	log, err := newLogger(*logLevel, "sidecar")
 	if err != nil {
 		return err
