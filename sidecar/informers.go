@@ -12,12 +12,13 @@ import (
 )
 
 // hubSize is how many recent events a watch can resume from, and
-// hubBytes how much of their pods' JSON the executor hub keeps: about
-// 500 events of executors. A watch resuming from further back gets the
-// current state.
+// hubBytes how much of their pods' JSON a hub keeps: about 250 executor
+// events, two seconds of a 1000-executor allocation's events, where a
+// reconnecting watch is back within one. A watch resuming from further
+// back gets the current state.
 const (
 	hubSize  = 8192
-	hubBytes = 2 << 20
+	hubBytes = 1 << 20
 )
 
 // startInformers starts one informer on this application's executors and
