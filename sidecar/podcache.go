@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,6 +54,7 @@ func (c *cachedPod) decode() (*corev1.Pod, error) {
 // informer receives into a cachedPod, keeping the whole decoded pod when
 // whole is set. It is idempotent, as client-go asks of a transform.
 func podTransform(whole bool) cache.TransformFunc {
+	in := &interner{}
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -62,7 +64,7 @@ func podTransform(whole bool) cache.TransformFunc {
 		if err != nil {
 			return nil, err
 		}
-		c := &cachedPod{podFacts: factsOf(pod), json: raw}
+		c := &cachedPod{podFacts: factsOf(pod, in), json: raw}
 		if whole {
 			c.whole = pod
 		}
@@ -90,12 +92,51 @@ func encodeForJVM(pod *corev1.Pod) ([]byte, error) {
 	return raw, nil
 }
 
-func factsOf(p *corev1.Pod) podFacts {
+func factsOf(p *corev1.Pod, in *interner) podFacts {
 	return podFacts{
-		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, UID: p.UID, ResourceVersion: p.ResourceVersion,
-			Labels: p.Labels, DeletionTimestamp: p.DeletionTimestamp},
-		Phase: p.Status.Phase, NodeName: p.Spec.NodeName, RestartPolicy: p.Spec.RestartPolicy,
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: in.get(p.Namespace), UID: p.UID, ResourceVersion: p.ResourceVersion,
+			Labels: in.labels(p.Labels), DeletionTimestamp: p.DeletionTimestamp},
+		Phase: corev1.PodPhase(in.get(string(p.Status.Phase))), NodeName: in.get(p.Spec.NodeName),
+		RestartPolicy: corev1.RestartPolicy(in.get(string(p.Spec.RestartPolicy))),
 	}
+}
+
+// interner shares equal strings among an informer's cached pods: an
+// application's executors differ in a label or two. It holds at most
+// internMax strings, so values that are new with every executor (its id)
+// cannot grow it for ever.
+type interner struct {
+	mu      sync.Mutex
+	strings map[string]string
+}
+
+const internMax = 1024
+
+func (in *interner) get(s string) string {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if v, ok := in.strings[s]; ok {
+		return v
+	}
+	if in.strings == nil {
+		in.strings = map[string]string{}
+	}
+	if len(in.strings) < internMax {
+		in.strings[s] = s
+	}
+	return s
+}
+
+// labels copies labels with interned keys and values.
+func (in *interner) labels(labels map[string]string) map[string]string {
+	if labels == nil {
+		return nil
+	}
+	out := make(map[string]string, len(labels))
+	for k, v := range labels {
+		out[in.get(k)] = in.get(v)
+	}
+	return out
 }
 
 // cachedOf returns the cachedPod an informer handed out, unwrapping a

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"testing"
 	"time"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -144,5 +145,20 @@ func TestHubRingIsBoundedByBytes(t *testing.T) {
 	h.publish(watch.Modified, big)
 	if len(h.recent) != 1 || h.recent[0].rv != 11 {
 		t.Errorf("after a large event the ring holds %d events", len(h.recent))
+	}
+}
+
+func TestInternerSharesAndIsBounded(t *testing.T) {
+	in := &interner{}
+	a := in.labels(map[string]string{"spark-role": string([]byte("executor"))})
+	b := in.labels(map[string]string{"spark-role": string([]byte("executor"))})
+	if unsafe.StringData(a["spark-role"]) != unsafe.StringData(b["spark-role"]) {
+		t.Error("equal label values are not shared")
+	}
+	for i := 0; i < 3*internMax; i++ {
+		in.get(fmt.Sprint(i))
+	}
+	if len(in.strings) != internMax {
+		t.Errorf("the interner holds %d strings, want at most %d", len(in.strings), internMax)
 	}
 }
