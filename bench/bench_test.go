@@ -38,7 +38,7 @@ apiserver_request_duration_seconds_bucket{resource="pods",verb="WATCH",le="+Inf"
 }
 
 func TestOptionsValidate(t *testing.T) {
-	good := options{executors: 1, admissions: 1, drivers: 1, perDriver: 1, idle: 1, steady: 1, sections: "all"}
+	good := options{executors: 1, admissions: 1, drivers: 1, perDriver: 1, idle: 1, steady: 1, sections: "all", sidecarExecutors: []int{1}}
 	if err := good.validate(); err != nil {
 		t.Fatalf("good options refused: %v", err)
 	}

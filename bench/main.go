@@ -43,6 +43,8 @@ type options struct {
 	// apiServerSeats is kube-apiserver's concurrency in all; 0 keeps its
 	// defaults.
 	apiServerSeats int
+	// sidecarExecutors are the executor counts of the sidecar section.
+	sidecarExecutors []int
 }
 
 // validate names the flag at fault.
@@ -62,6 +64,14 @@ func (o options) validate() error {
 	if o.apiServerSeats < 0 || (o.apiServerSeats > 0 && o.apiServerSeats < 3) {
 		errs = append(errs, fmt.Errorf("--apiserver-seats must be 0 (kube-apiserver's defaults) or at least 3, got %d", o.apiServerSeats))
 	}
+	if len(o.sidecarExecutors) == 0 {
+		errs = append(errs, fmt.Errorf("--sidecar-executors must list at least one count, such as 1000,5000"))
+	}
+	for _, n := range o.sidecarExecutors {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("--sidecar-executors: each count must be at least 1, got %d", n))
+		}
+	}
 	if o.schedulerQPS < 0 {
 		errs = append(errs, fmt.Errorf("--scheduler-qps must not be negative (0 keeps kube-scheduler's default), got %d", o.schedulerQPS))
 	}
@@ -75,7 +85,7 @@ func (o options) validate() error {
 	return errors.Join(errs...)
 }
 
-var sectionNames = []string{"webhook", "create", "allocation", "jvm", "scale"}
+var sectionNames = []string{"webhook", "create", "allocation", "jvm", "scale", "sidecar"}
 
 func (o options) runs(section string) bool {
 	return o.sections == "all" || strings.Contains(","+o.sections+",", ","+section+",")
@@ -101,7 +111,19 @@ func main() {
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
 	flag.IntVar(&o.apiServerSeats, "apiserver-seats", 60, "kube-apiserver's concurrency limit in all (two thirds --max-requests-inflight, one third --max-mutating-requests-inflight), which API Priority and Fairness shares among its priority levels; 0 keeps its defaults of 400 and 200")
-	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale (a partial run does not write the chart)")
+	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale, sidecar (a partial run does not write the chart)")
+	flag.Func("sidecar-executors", "comma-separated executor counts of the sidecar section (default 1000,5000)", func(v string) error {
+		o.sidecarExecutors = nil
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil {
+				return fmt.Errorf("%q is not a count", f)
+			}
+			o.sidecarExecutors = append(o.sidecarExecutors, n)
+		}
+		return nil
+	})
+	o.sidecarExecutors = []int{1000, 5000}
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -176,6 +198,11 @@ func run(o options) error {
 	}
 	if o.runs("scale") {
 		if err := scale(ctx, env, o, r); err != nil {
+			return err
+		}
+	}
+	if o.runs("sidecar") {
+		if err := sidecarMemory(ctx, env, o, r); err != nil {
 			return err
 		}
 	}

@@ -67,7 +67,11 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 	pod.Namespace = a.namespace
 	// fabric8 retries a POST after a 5xx, so the pod may exist already.
 	if existing, err := a.state.executor(pod.Name); err == nil {
-		return existing, false, nil
+		out, err := existing.decode()
+		if err != nil {
+			return nil, false, apierrors.NewInternalError(err)
+		}
+		return out, false, nil
 	}
 	driver, ok := a.state.driverPod()
 	if !ok {

@@ -6,15 +6,15 @@ import (
 	"strconv"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 )
 
-// event is one change the informer saw, in the order it saw them.
+// event is one change the informer saw, in the order it saw them. Its
+// pod carries the JSON every watch sends, encoded once.
 type event struct {
 	Type watch.EventType
-	Pod  *corev1.Pod
+	Pod  *cachedPod
 	rv   uint64
 }
 
@@ -24,26 +24,33 @@ type event struct {
 // It also keeps the last state of deleted pods (tombstones), so a watch
 // resuming from before what the ring holds still learns of the deletions
 // it missed: with API polling off, Spark has no other way to.
+// The ring is bounded by the bytes of its pods' JSON as well as by count:
+// each event holds a version of a pod, and executors are what the
+// sidecar's memory grows with.
 type hub struct {
 	mu     sync.Mutex
 	recent []event // ring, oldest first
-	max    int
-	subs   map[chan event]struct{}
-	latest uint64
+	max    int     // events
+	// maxBytes bounds the JSON the ring holds; bytes is what it holds.
+	maxBytes, bytes int
+	subs            map[chan event]struct{}
+	latest          uint64
 	// dropped is set once the ring has discarded events.
 	dropped bool
-	// tombs holds the newest deletions by pod name, at most max of them;
-	// tombOrder is their names, oldest first.
+	// tombs holds the newest deletions by pod name, bounded like the ring
+	// (max events, maxBytes of JSON, tombBytes held); tombOrder is their
+	// names, oldest first.
 	tombs     map[string]event
 	tombOrder []string
+	tombBytes int
 }
 
-func newHub(max int) *hub {
-	return &hub{max: max, subs: map[chan event]struct{}{}, tombs: map[string]event{}}
+func newHub(max, maxBytes int) *hub {
+	return &hub{max: max, maxBytes: maxBytes, subs: map[chan event]struct{}{}, tombs: map[string]event{}}
 }
 
-func rvOf(p *corev1.Pod) uint64 {
-	n, _ := strconv.ParseUint(p.ResourceVersion, 10, 64)
+func parseRV(rv string) uint64 {
+	n, _ := strconv.ParseUint(rv, 10, 64)
 	return n
 }
 
@@ -52,21 +59,16 @@ func (h *hub) handler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { h.publish(watch.Added, obj) },
 		UpdateFunc: func(_, obj any) { h.publish(watch.Modified, obj) },
-		DeleteFunc: func(obj any) {
-			if d, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-				obj = d.Obj
-			}
-			h.publish(watch.Deleted, obj)
-		},
+		DeleteFunc: func(obj any) { h.publish(watch.Deleted, obj) },
 	}
 }
 
 func (h *hub) publish(t watch.EventType, obj any) {
-	pod, ok := obj.(*corev1.Pod)
+	pod, ok := cachedOf(obj)
 	if !ok {
 		return
 	}
-	e := event{Type: t, Pod: pod, rv: rvOf(pod)}
+	e := event{Type: t, Pod: pod, rv: pod.rv()}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if e.rv > h.latest {
@@ -74,8 +76,15 @@ func (h *hub) publish(t watch.EventType, obj any) {
 	}
 	h.remember(e)
 	h.recent = append(h.recent, e)
-	if len(h.recent) > h.max {
-		h.recent = h.recent[len(h.recent)-h.max:]
+	h.bytes += len(pod.json)
+	drop := 0
+	for len(h.recent)-drop > 1 && (len(h.recent)-drop > h.max || h.bytes > h.maxBytes) {
+		h.bytes -= len(h.recent[drop].Pod.json)
+		drop++
+	}
+	if drop > 0 {
+		clear(h.recent[:drop]) // so the dropped pods can be collected
+		h.recent = h.recent[drop:]
 		h.dropped = true
 	}
 	for ch := range h.subs {
@@ -96,16 +105,21 @@ func (h *hub) remember(e event) {
 	name := e.Pod.Name
 	switch e.Type {
 	case watch.Deleted:
-		if _, ok := h.tombs[name]; !ok {
+		if old, ok := h.tombs[name]; ok {
+			h.tombBytes -= len(old.Pod.json)
+		} else {
 			h.tombOrder = append(h.tombOrder, name)
 		}
 		h.tombs[name] = e
-		for len(h.tombOrder) > h.max {
+		h.tombBytes += len(e.Pod.json)
+		for len(h.tombOrder) > 1 && (len(h.tombOrder) > h.max || h.tombBytes > h.maxBytes) {
+			h.tombBytes -= len(h.tombs[h.tombOrder[0]].Pod.json)
 			delete(h.tombs, h.tombOrder[0])
 			h.tombOrder = h.tombOrder[1:]
 		}
 	case watch.Added:
-		if _, ok := h.tombs[name]; ok {
+		if old, ok := h.tombs[name]; ok {
+			h.tombBytes -= len(old.Pod.json)
 			delete(h.tombs, name)
 			h.tombOrder = slices.DeleteFunc(h.tombOrder, func(n string) bool { return n == name })
 		}

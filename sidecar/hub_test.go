@@ -10,8 +10,13 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 )
 
-func podAt(name string, rv int) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.Itoa(rv)}}
+// podAt is a pod version as the informer's transform hands it to the hub.
+func podAt(name string, rv int) any {
+	c, err := podTransform(false)(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: strconv.Itoa(rv)}})
+	if err != nil {
+		panic(err)
+	}
+	return c
 }
 
 func names(events []event) []string {
@@ -25,7 +30,7 @@ func names(events []event) []string {
 // A watch resuming from before what the ring holds gets the deletions it
 // missed, oldest first, and then the current state (replay false).
 func TestHubResumeOlderThanRingSendsTombstones(t *testing.T) {
-	h := newHub(2)
+	h := newHub(2, 1<<20)
 	h.publish(watch.Added, podAt("exec-1", 1))
 	h.publish(watch.Added, podAt("exec-2", 2))
 	h.publish(watch.Deleted, podAt("exec-2", 3))
@@ -56,7 +61,7 @@ func TestHubResumeOlderThanRingSendsTombstones(t *testing.T) {
 // A name that comes back loses its tombstone, and the hub keeps at most
 // max tombstones, dropping the oldest.
 func TestHubTombstonesAreBounded(t *testing.T) {
-	h := newHub(2)
+	h := newHub(2, 1<<20)
 	h.publish(watch.Deleted, podAt("a", 1))
 	h.publish(watch.Added, podAt("a", 2))
 	h.publish(watch.Deleted, podAt("b", 3))
@@ -70,5 +75,17 @@ func TestHubTombstonesAreBounded(t *testing.T) {
 	}
 	if got, want := names(missed), []string{"DELETED c@4", "DELETED d@5"}; !slices.Equal(got, want) {
 		t.Errorf("missed = %v, want %v", got, want)
+	}
+}
+
+// Tombstones are bounded by the bytes of their JSON as the ring is.
+func TestHubTombstonesAreBoundedByBytes(t *testing.T) {
+	one := len(podAt("a", 1).(*cachedPod).json)
+	h := newHub(100, 2*one)
+	for i, name := range []string{"a", "b", "c", "d"} {
+		h.publish(watch.Deleted, podAt(name, i+1))
+	}
+	if len(h.tombOrder) != 2 || h.tombBytes > 2*one {
+		t.Errorf("%d tombstones in %d bytes, want 2 in at most %d", len(h.tombOrder), h.tombBytes, 2*one)
 	}
 }

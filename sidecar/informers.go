@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/informers"
@@ -12,8 +11,15 @@ import (
 	"github.com/sparklet/sparklet/patches"
 )
 
-// hubSize is how many recent events a watch can resume from.
-const hubSize = 8192
+// hubSize is how many recent events a watch can resume from, and
+// hubBytes how much of their pods' JSON a hub keeps: about 250 executor
+// events, two seconds of a 1000-executor allocation's events, where a
+// reconnecting watch is back within one. A watch resuming from further
+// back gets the current state.
+const (
+	hubSize  = 8192
+	hubBytes = 1 << 20
+)
 
 // startInformers starts one informer on this application's executors and
 // one on the driver pod, each scoped to the namespace and by selector, and
@@ -30,14 +36,22 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		}))
 	execPods := execFactory.Core().V1().Pods()
 	driverPods := driverFactory.Core().V1().Pods()
+	// Both caches keep each pod's JSON and the fields the sidecar reads;
+	// the driver's also the whole pod, which the executor patches read.
+	if err := execPods.Informer().SetTransform(podTransform(false)); err != nil {
+		return nil, nil, err
+	}
+	if err := driverPods.Informer().SetTransform(podTransform(true)); err != nil {
+		return nil, nil, err
+	}
 	st := &state{
 		driverName: s.cfg.PodName,
-		executors: &source{pods: execPods.Lister().Pods(s.cfg.Namespace), hub: newHub(hubSize), keep: func(p *corev1.Pod) bool {
-			return p.Labels[patches.LabelAppID] == s.appID && p.Labels[patches.LabelRole] == "executor"
-		}},
-		driverSource: &source{pods: driverPods.Lister().Pods(s.cfg.Namespace), hub: newHub(256), keep: func(p *corev1.Pod) bool {
-			return p.Name == s.cfg.PodName
-		}},
+		executors: &source{store: execPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
+			keep: func(p *cachedPod) bool {
+				return p.Labels[patches.LabelAppID] == s.appID && p.Labels[patches.LabelRole] == "executor"
+			}},
+		driverSource: &source{store: driverPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
+			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},
 	}
 	if _, err := execPods.Informer().AddEventHandler(st.executors.hub.handler()); err != nil {
 		return nil, nil, err

@@ -59,7 +59,7 @@ func (e *executorPhases) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
 func (e *executorPhases) Collect(ch chan<- prometheus.Metric) {
 	n := map[corev1.PodPhase]int{}
 	for _, p := range e.s.executors.all() {
-		n[p.Status.Phase]++
+		n[p.Phase]++
 	}
 	for _, phase := range []corev1.PodPhase{corev1.PodPending, corev1.PodRunning, corev1.PodSucceeded, corev1.PodFailed, corev1.PodUnknown} {
 		count := n[phase]

@@ -8,20 +8,23 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 )
 
 func stateWith(t *testing.T, phases ...corev1.PodPhase) *state {
 	t.Helper()
-	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{})
+	idx := cache.NewIndexer(cache.MetaNamespaceKeyFunc, cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc})
+	transform := podTransform(false)
 	for i, ph := range phases {
-		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exec-" + string(rune('a'+i))}, Status: corev1.PodStatus{Phase: ph}}
+		p, err := transform(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "exec-" + string(rune('a'+i))}, Status: corev1.PodStatus{Phase: ph}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := idx.Add(p); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return &state{executors: &source{pods: corelisters.NewPodLister(idx).Pods("ns"), keep: func(*corev1.Pod) bool { return true }}}
+	return &state{executors: &source{store: idx, namespace: "ns", keep: func(*cachedPod) bool { return true }}}
 }
 
 // TestExecutorsByPhase: one gauge with a phase label, every phase present

@@ -21,7 +21,7 @@ func (a *API) servePods(w http.ResponseWriter, req *request) {
 			writeError(w, err)
 			return
 		}
-		writeObject(w, http.StatusOK, withKind(pod))
+		writePod(w, http.StatusOK, pod)
 	case "list", "watch":
 		a.listPods(w, req)
 	case "create":
@@ -50,7 +50,8 @@ func (a *API) listPods(w http.ResponseWriter, req *request) {
 		src = a.state.driverSource
 	}
 	if req.verb == "list" {
-		writeObject(w, http.StatusOK, src.list(sel))
+		pods, rv := src.list(sel)
+		writePodList(w, pods, rv)
 		return
 	}
 	a.serveWatch(w, req, src, sel)
@@ -96,7 +97,7 @@ func (a *API) deletePod(w http.ResponseWriter, req *request) {
 		writeError(w, err)
 		return
 	}
-	writeObject(w, http.StatusOK, withKind(pod))
+	writePod(w, http.StatusOK, pod)
 }
 
 // deletePods deletes the executors matching the request's selectors, as
@@ -112,16 +113,16 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 		writeError(w, err)
 		return
 	}
-	list := a.state.executors.list(sel)
+	list, rv := a.state.executors.list(sel)
 	var wg sync.WaitGroup
-	errs := make([]error, len(list.Items))
+	errs := make([]error, len(list))
 	sem := make(chan struct{}, 16)
-	for i := range list.Items {
+	for i := range list {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			err := a.client.CoreV1().Pods(a.namespace).Delete(req.Context(), list.Items[i].Name, opts)
+			err := a.client.CoreV1().Pods(a.namespace).Delete(req.Context(), list[i].Name, opts)
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs[i] = err
 			}
@@ -134,7 +135,7 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 			return
 		}
 	}
-	writeObject(w, http.StatusOK, list)
+	writePodList(w, list, rv)
 }
 
 // patchPod forwards a label or annotation patch on an executor: Spark

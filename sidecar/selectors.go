@@ -3,7 +3,6 @@ package sidecar
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -39,10 +38,10 @@ func parseSelectors(labelSelector, fieldSelector string) (selectors, error) {
 	return selectors{labels: ls, fields: fs}, nil
 }
 
-func (s selectors) matches(p *corev1.Pod) bool {
+func (s selectors) matches(p *cachedPod) bool {
 	return s.labels.Matches(labels.Set(p.Labels)) && s.fields.Matches(fields.Set{
-		"metadata.name": p.Name, "metadata.namespace": p.Namespace, "status.phase": string(p.Status.Phase),
-		"spec.nodeName": p.Spec.NodeName, "spec.restartPolicy": string(p.Spec.RestartPolicy),
+		"metadata.name": p.Name, "metadata.namespace": p.Namespace, "status.phase": string(p.Phase),
+		"spec.nodeName": p.NodeName, "spec.restartPolicy": string(p.RestartPolicy),
 	})
 }
 

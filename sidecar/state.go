@@ -6,52 +6,59 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
-	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 )
 
-// source is one informer's cache, read through its lister, plus the hub of
-// its events. keep restates the informer's selector, so what is served
-// never depends on the server having filtered.
+// source is one informer's cache of cachedPods plus the hub of its
+// events. keep restates the informer's selector, so what is served never
+// depends on the server having filtered.
 type source struct {
-	pods corelisters.PodNamespaceLister
-	hub  *hub
-	keep func(*corev1.Pod) bool
+	store     cache.Indexer
+	namespace string
+	hub       *hub
+	keep      func(*cachedPod) bool
 }
 
 // all returns every cached pod, kept or not.
-func (s *source) all() []*corev1.Pod {
-	pods, _ := s.pods.List(labels.Everything()) // a cache List never fails
-	return pods
+func (s *source) all() []*cachedPod {
+	objs, _ := s.store.ByIndex(cache.NamespaceIndex, s.namespace) // the informer's namespace index always exists
+	out := make([]*cachedPod, 0, len(objs))
+	for _, o := range objs {
+		if c, ok := cachedOf(o); ok {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // get returns a cached pod that the source keeps.
-func (s *source) get(name string) (*corev1.Pod, bool) {
-	p, err := s.pods.Get(name)
-	if err != nil || !s.keep(p) {
+func (s *source) get(name string) (*cachedPod, bool) {
+	obj, exists, err := s.store.GetByKey(s.namespace + "/" + name)
+	if err != nil || !exists {
 		return nil, false
 	}
-	return p, true
+	c, ok := cachedOf(obj)
+	if !ok || !s.keep(c) {
+		return nil, false
+	}
+	return c, true
 }
 
-// list returns copies of the cached pods that match, sorted by name, as a
-// PodList at the latest resourceVersion the informer has seen.
-func (s *source) list(sel selectors) *corev1.PodList {
-	// Items is never null: the API server sends [], and fabric8 hands
-	// Spark a null list otherwise.
-	out := &corev1.PodList{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "PodList"}, Items: []corev1.Pod{}}
+// list returns the cached pods that match, sorted by name, and the latest
+// resourceVersion the informer has seen, as a PodList carries them.
+func (s *source) list(sel selectors) ([]*cachedPod, string) {
+	var out []*cachedPod
 	for _, p := range s.all() {
 		if s.keep(p) && sel.matches(p) {
-			out.Items = append(out.Items, *p.DeepCopy())
+			out = append(out, p)
 		}
 	}
-	sort.Slice(out.Items, func(i, j int) bool { return out.Items[i].Name < out.Items[j].Name })
-	out.ResourceVersion = strconv.FormatUint(s.hub.latestRV(), 10)
-	if out.ResourceVersion == "0" {
-		out.ResourceVersion = "1"
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	rv := strconv.FormatUint(s.hub.latestRV(), 10)
+	if rv == "0" {
+		rv = "1"
 	}
-	return out
+	return out, rv
 }
 
 // state is what the sidecar knows, all from informers.
@@ -61,11 +68,16 @@ type state struct {
 	driverSource *source // the driver pod itself
 }
 
+// driverPod is the whole driver pod.
 func (s *state) driverPod() (*corev1.Pod, bool) {
-	return s.driverSource.get(s.driverName)
+	c, ok := s.driverSource.get(s.driverName)
+	if !ok || c.whole == nil {
+		return nil, false
+	}
+	return c.whole, true
 }
 
-func (s *state) executor(name string) (*corev1.Pod, error) {
+func (s *state) executor(name string) (*cachedPod, error) {
 	if p, ok := s.executors.get(name); ok {
 		return p, nil
 	}
@@ -73,9 +85,9 @@ func (s *state) executor(name string) (*corev1.Pod, error) {
 }
 
 // pod returns the driver pod or one of this application's executors.
-func (s *state) pod(name string) (*corev1.Pod, error) {
+func (s *state) pod(name string) (*cachedPod, error) {
 	if name == s.driverName {
-		if p, ok := s.driverPod(); ok {
+		if p, ok := s.driverSource.get(name); ok {
 			return p, nil
 		}
 		return nil, apierrors.NewNotFound(podsGR, name)
@@ -87,7 +99,7 @@ func (s *state) pod(name string) (*corev1.Pod, error) {
 func (s *state) activeExecutors() int {
 	n := 0
 	for _, p := range s.executors.all() {
-		if s.executors.keep(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if s.executors.keep(p) && p.DeletionTimestamp == nil && p.Phase != corev1.PodSucceeded && p.Phase != corev1.PodFailed {
 			n++
 		}
 	}

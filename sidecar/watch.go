@@ -11,7 +11,6 @@ import (
 	"golang.org/x/net/websocket"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/watch"
 )
 
@@ -37,6 +36,7 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 		ch, missed, replay := src.hub.subscribe(since)
 		defer src.hub.unsubscribe(ch)
 		sent := since
+		var frame []byte // reused: each event's pod is encoded once, in the cache
 		emit := func(e event) error {
 			if e.rv != 0 && e.rv <= sent && e.Type != watch.Added {
 				return nil
@@ -47,7 +47,8 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 			if e.rv > sent {
 				sent = e.rv
 			}
-			return send(encodeEvent(e.Type, e.Pod))
+			frame = appendEvent(frame[:0], e.Type, e.Pod.json)
+			return send(frame)
 		}
 		// missed comes first: when replay is false it holds the deletions
 		// since the client's version, which must not be skipped as older
@@ -58,8 +59,9 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 			}
 		}
 		if !replay {
-			for _, p := range src.list(sel).Items {
-				if err := emit(event{Type: watch.Added, Pod: &p, rv: rvOf(&p)}); err != nil {
+			pods, _ := src.list(sel)
+			for _, p := range pods {
+				if err := emit(event{Type: watch.Added, Pod: p, rv: p.rv()}); err != nil {
 					return
 				}
 			}
@@ -139,6 +141,14 @@ func (a *API) serveWatch(w http.ResponseWriter, req *request, src *source, sel s
 
 func encodeEvent(t watch.EventType, p *corev1.Pod) []byte {
 	raw, _ := json.Marshal(withKind(p))
-	out, _ := json.Marshal(&metav1.WatchEvent{Type: string(t), Object: runtime.RawExtension{Raw: raw}})
-	return out
+	return appendEvent(nil, t, raw)
+}
+
+// appendEvent appends a metav1.WatchEvent of an encoded object to buf.
+func appendEvent(buf []byte, t watch.EventType, object []byte) []byte {
+	buf = append(buf, `{"type":`...)
+	buf = strconv.AppendQuote(buf, string(t))
+	buf = append(buf, `,"object":`...)
+	buf = append(buf, object...)
+	return append(buf, '}')
 }

@@ -40,6 +40,7 @@ func newSidecarCmd(a *app) *cobra.Command {
 }
 
 func runSidecar(a *app, cfg sidecar.Config) error {
+	sidecar.SetGCPercent(os.LookupEnv)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}

@@ -46,7 +46,8 @@ var AdmissionPlugins = []string{
 	"MutatingAdmissionWebhook", "ValidatingAdmissionPolicy", "ValidatingAdmissionWebhook",
 }
 
-// Nodes are the fake nodes kwok manages; each takes 1000 small pods.
+// Nodes are the fake nodes kwok manages; each takes 3000 small pods, so
+// the bench can run 5000 executors for one driver.
 var Nodes = []string{"kwok-node-1", "kwok-node-2"}
 
 // Options configure a cluster.
@@ -292,8 +293,8 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 // createNodes registers the fake nodes and waits until kwok reports them Ready.
 func (c *Cluster) createNodes(ctx context.Context) error {
 	capacity := corev1.ResourceList{
-		corev1.ResourcePods:   resource.MustParse("1000"),
-		corev1.ResourceCPU:    resource.MustParse("1000"),
+		corev1.ResourcePods:   resource.MustParse("3000"),
+		corev1.ResourceCPU:    resource.MustParse("3000"),
 		corev1.ResourceMemory: resource.MustParse("4Ti"),
 	}
 	for _, name := range Nodes {
