@@ -28,6 +28,9 @@ type Options struct {
 	Version   string
 	// AppID, when set, replaces the generated application id.
 	AppID string
+	// Warnings, when set, receives the injection's warnings for the user,
+	// one line each, prefixed with the object's name.
+	Warnings io.Writer
 }
 
 // templatePaths is where each workload kind keeps its pod template.
@@ -107,7 +110,13 @@ func injectDocument(doc []byte, opts Options) ([]byte, error) {
 	skipped := ""
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
+		var warnings []string
+		skipped, warnings, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID})
+		if opts.Warnings != nil {
+			for _, w := range warnings {
+				fmt.Fprintf(opts.Warnings, "%s: warning: %s\n", name, w)
+			}
+		}
 		return err
 	})
 	if err != nil {

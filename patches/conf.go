@@ -47,49 +47,6 @@ func RenderSparkConf(conf map[string]string) string {
 	return b.String()
 }
 
-// submitArgs is what the container's command line tells spark-submit.
-type submitArgs struct {
-	conf           map[string]string // --conf / -c key=value, the last one wins
-	master         string            // --master
-	propertiesFile string            // --properties-file
-}
-
-// parseSubmitArgs scans a container's command and args the way
-// SparkSubmitArguments does for the options sparklet cares about
-// (core/src/main/scala/org/apache/spark/deploy/SparkSubmitArguments.scala).
-func parseSubmitArgs(words []string) (submitArgs, error) {
-	out := submitArgs{conf: map[string]string{}}
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		name, value, inline := strings.Cut(w, "=")
-		switch name {
-		case "--conf", "-c", "--master", "--properties-file":
-		default:
-			continue
-		}
-		if !inline {
-			if i+1 >= len(words) {
-				return out, fmt.Errorf("%s at the end of the command has no value", name)
-			}
-			i++
-			value = words[i]
-		}
-		switch name {
-		case "--conf", "-c":
-			k, v, ok := strings.Cut(value, "=")
-			if !ok || k == "" {
-				return out, fmt.Errorf("%s %q: expected key=value", name, value)
-			}
-			out.conf[k] = v
-		case "--master":
-			out.master = value
-		case "--properties-file":
-			out.propertiesFile = value
-		}
-	}
-	return out, nil
-}
-
 // javaMiB parses a JVM memory string as Spark's JavaUtils.byteStringAsMb
 // does: a number with an optional b, k, m, g, t or p suffix (kb, mb ... too);
 // a bare number means MiB.

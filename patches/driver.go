@@ -65,16 +65,17 @@ func (e *StepError) Unwrap() error { return e.Err }
 // Driver patches pod in place. It returns a non-empty skip reason when the
 // pod is left alone (not a driver, opted out), a *Refused when policy forbids
 // the pod, or another error for input it cannot handle. Errors from a check
-// or step are a *StepError.
-func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
+// or step are a *StepError. warnings, which may come with any result, are
+// for the user (the webhook returns them to kubectl).
+func Driver(pod *corev1.Pod, in Input) (skipped string, warnings []string, err error) {
 	if pod.Labels[LabelRole] != "driver" {
-		return "not labelled spark-role=driver", nil
+		return "not labelled spark-role=driver", nil, nil
 	}
 	if v, ok := pod.Annotations[AnnotationInject]; ok && strings.EqualFold(v, "false") {
-		return "opted out with annotation " + AnnotationInject + `: "false"`, nil
+		return "opted out with annotation " + AnnotationInject + `: "false"`, nil, nil
 	}
 	if in.Policy == nil {
-		return "", fmt.Errorf("no policy")
+		return "", nil, fmt.Errorf("no policy")
 	}
 	ns := in.Namespace
 	if ns == "" {
@@ -87,14 +88,14 @@ func Driver(pod *corev1.Pod, in Input) (skipped string, err error) {
 	p := &plan{in: in, pol: in.Policy}
 	for _, c := range driverChecks {
 		if err := c.run(pod, p); err != nil {
-			return "", &StepError{Step: c.name, Err: err}
+			return "", p.warnings, &StepError{Step: c.name, Err: err}
 		}
 	}
 	var done Status
 	for _, s := range driverSteps {
 		if err := s.run(pod, p, &done); err != nil {
-			return "", &StepError{Step: s.name, Err: err}
+			return "", p.warnings, &StepError{Step: s.name, Err: err}
 		}
 	}
-	return "", nil
+	return "", p.warnings, nil
 }

@@ -49,7 +49,8 @@ func driverPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 
 func inject(t *testing.T, pod *corev1.Pod, pol *policy.Effective) (string, error) {
 	t.Helper()
-	return Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	skipped, _, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	return skipped, err
 }
 
 func TestDriverInjects(t *testing.T) {
@@ -178,10 +179,10 @@ func TestDriverRefusals(t *testing.T) {
 			p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.memory=40g"}
 		})},
 		{"enforced in args", "enforced-key", "spark.eventLog.enabled", driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, "--conf", "spark.eventLog.enabled=false")
+			p.Spec.Containers[0].Args = append([]string{"driver", "--conf", "spark.eventLog.enabled=false"}, p.Spec.Containers[0].Args[1:]...)
 		})},
 		{"master in args", "reserved-key", "--master", driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Args = append([]string{"--master", "local[*]"}, p.Spec.Containers[0].Args...)
+			p.Spec.Containers[0].Args = append([]string{"driver", "--master", "local[*]"}, p.Spec.Containers[0].Args[1:]...)
 		})},
 		{"two containers", "no-spark-container", `["main", "sidecar"]`, driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Name = "main"

@@ -17,7 +17,13 @@ type plan struct {
 	confText string            // conf rendered for the annotation the JVM reads
 	fetch    []spec.Entry      // the remote dependencies; nil when none
 	appID    string
+	// warnings are for the user: what sparklet could not check or did not
+	// apply, returned with the admission response.
+	warnings []string
 }
+
+// warn records a warning for the user.
+func (p *plan) warn(msg string) { p.warnings = append(p.warnings, msg) }
 
 // container is the pod's Spark container.
 func (p *plan) container(pod *corev1.Pod) *corev1.Container { return &pod.Spec.Containers[p.spark] }

@@ -134,6 +134,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			compareWarnings(t, h, name, in)
 			if strings.HasPrefix(name, "refuse-") != (refused != "") {
 				t.Errorf("refused = %q; fixtures named refuse-* must be refused and only they", refused)
 			}
@@ -180,6 +181,24 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	conf := admitted.Annotations[patches.AnnotationEffectiveConf]
 	out = bytes.ReplaceAll(out, []byte(id), []byte(goldenAppID))
 	return bytes.ReplaceAll(out, []byte(patches.ConfDigest(conf)), []byte(patches.ConfDigest(strings.ReplaceAll(conf, id, goldenAppID))))
+}
+
+// compareWarnings compares the admission warnings for the pod in with
+// testdata/<name>.warnings.txt, one per line; without warnings the file
+// must not exist.
+func compareWarnings(t *testing.T, h http.Handler, name string, in []byte) {
+	t.Helper()
+	warnings := call(t, h, review(in)).Response.Warnings
+	path := "testdata/" + name + ".warnings.txt"
+	if len(warnings) > 0 {
+		compareGolden(t, path, []byte(strings.Join(warnings, "\n")+"\n"))
+		return
+	}
+	if *update {
+		_ = os.Remove(path)
+	} else if _, err := os.Stat(path); err == nil {
+		t.Errorf("no warnings, but %s exists", path)
+	}
 }
 
 func compareGolden(t *testing.T, path string, got []byte) {

@@ -121,8 +121,9 @@ func (h *Handler) safeAdmit(req *admissionv1.AdmissionRequest) (resp *admissionv
 	return h.admit(req)
 }
 
-// admit decides one request.
-func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+// admit decides one request. The warnings the injection gave go with
+// whatever it answers, so kubectl shows them.
+func (h *Handler) admit(req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
@@ -132,6 +133,12 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	skipped := ""
 	var name string
+	var warnings []string
+	defer func() {
+		if resp != nil {
+			resp.Warnings = warnings
+		}
+	}()
 	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
 		name = pod.Name
 		if name == "" {
@@ -140,7 +147,7 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 		log = log.WithField("name", name)
 		log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		var err error
-		skipped, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
+		skipped, warnings, err = patches.Driver(pod, patches.Input{Namespace: req.Namespace, Policy: h.policy().For(req.Namespace), Version: version.Version})
 		return err
 	})
 	var refused *patches.Refused

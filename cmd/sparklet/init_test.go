@@ -34,7 +34,7 @@ func injectedInit(t *testing.T, policyYAML, annotation string) corev1.Container 
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4",
 			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"}}}},
 	}
-	if skipped, err := patches.Driver(pod, patches.Input{Policy: p.For("spark-jobs"), Version: "test", AppID: "spark-test"}); err != nil || skipped != "" {
+	if skipped, _, err := patches.Driver(pod, patches.Input{Policy: p.For("spark-jobs"), Version: "test", AppID: "spark-test"}); err != nil || skipped != "" {
 		t.Fatalf("inject: skipped %q, err %v", skipped, err)
 	}
 	for _, c := range pod.Spec.InitContainers {

@@ -16,7 +16,7 @@ func runInject(args []string) error {
 	fs := flag.NewFlagSet("inject", flag.ContinueOnError)
 	file := fs.String("f", "", "YAML file with pods or workloads to inject; - for standard input (required)")
 	policyFile := fs.String("policy", "", "policy YAML file (default: the built-in policy)")
-	opts := inject.Options{Version: version.Version}
+	opts := inject.Options{Version: version.Version, Warnings: os.Stderr}
 	fs.StringVar(&opts.Namespace, "namespace", "", "namespace for objects that name none (default: the object's, else \"default\")")
 	fs.StringVar(&opts.AppID, "app-id", "", "use this application id instead of a generated one")
 	if err := fs.Parse(args); err != nil {

@@ -41,7 +41,7 @@ echo "api=$(curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/api/v1/n
 	pod.Labels = map[string]string{patches.LabelRole: "driver"}
 	pod.Spec.Containers[0].Name = "spark"
 	pod.Spec.Containers[0].Image = "apache/spark:3.5.1" // a shell, see testImages
-	if skipped, err := patches.Driver(pod, patches.Input{Namespace: namespace, Policy: pol, Version: "test"}); err != nil || skipped != "" {
+	if skipped, _, err := patches.Driver(pod, patches.Input{Namespace: namespace, Policy: pol, Version: "test"}); err != nil || skipped != "" {
 		t.Fatalf("patch: %q, %v", skipped, err)
 	}
 	create(ctx, t, pod)

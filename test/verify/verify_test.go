@@ -38,7 +38,7 @@ func TestDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	in := patches.Input{Namespace: "spark-jobs", Policy: p.For("spark-jobs"), Version: "test", AppID: "spark-test"}
-	if skipped, err := patches.Driver(pod, in); err != nil || skipped != "" {
+	if skipped, _, err := patches.Driver(pod, in); err != nil || skipped != "" {
 		t.Fatalf("skipped=%q err=%v", skipped, err)
 	}
 	if problems := Driver(pod); len(problems) > 0 {
