@@ -2,6 +2,8 @@ package patches
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,6 +77,12 @@ func finishConf(_ *corev1.Pod, p *plan) error {
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
 	p.conf["spark.app.id"] = p.appID
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
+	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
+		if why := unsafeText(k, p.conf[k]); why != "" {
+			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
+				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
+		}
+	}
 	p.confText = RenderSparkConf(p.conf)
 	return nil
 }
