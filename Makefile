@@ -7,7 +7,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build test unit-test lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build test unit-test fuzz lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -50,6 +50,19 @@ test: build cluster-binaries helm-binary python-client spark-dists
 
 unit-test:
 	$(GO) test -count=1 -short ./...
+
+# Every fuzz target, one after the other, each for FUZZTIME (go test runs
+# their seed corpora; this explores). A crasher is saved under the
+# package's testdata/fuzz/ and then runs in go test as a seed.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := ./patches/submitargs:FuzzRead ./patches/submitargs:FuzzParseSubmit ./patches/submitargs:FuzzSplitShell \
+	./patches:FuzzParseSparkConf ./patches:FuzzSparkConfRoundTrip ./patches:FuzzDriverAnnotations \
+	./fetch/spec:FuzzParseAnnotation ./policy:FuzzParse ./sidecar:FuzzAPI
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
