@@ -28,7 +28,7 @@ spec:
 	if !strings.Contains(out.String(), "sparklet.io/effective-conf") {
 		t.Errorf("not injected:\n%s", out.String())
 	}
-	want := `warning: container "spark": sparklet did not check its arguments for Spark options because the script bash runs is not a simple command (it uses &)`
+	want := `warning: container "spark": Spark options in its arguments were not checked: the bash script is not one simple command (it uses &)`
 	if got := warnings.String(); !strings.Contains(got, "scripted") || !strings.Contains(got, want) || strings.Count(got, "\n") != 1 {
 		t.Errorf("warnings = %q, want one line naming the pod with %q", got, want)
 	}

@@ -31,8 +31,9 @@ func readArgs(c *corev1.Container, p *plan) (argConf, error) {
 			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}
 	}
 	if cmd.Unchecked != "" {
-		p.warn(fmt.Sprintf("container %q: sparklet did not check its arguments for Spark options because %s; "+
-			"put Spark properties in the %s annotation, where they are checked (the sidecar still enforces the executor limits)",
+		// Kept short: the API server may truncate a warning over 256
+		// characters.
+		p.warn(fmt.Sprintf("container %q: Spark options in its arguments were not checked: %s; put them in the %s annotation",
 			c.Name, cmd.Unchecked, AnnotationSparkConf))
 	}
 	if f, ok := cmd.Submit.Last("--properties-file"); ok {
@@ -42,8 +43,8 @@ func readArgs(c *corev1.Container, p *plan) (argConf, error) {
 			c.Name, f, AnnotationSparkConf)}
 	}
 	if f, ok := cmd.Submit.Last("--extra-properties-file"); ok {
-		p.warn(fmt.Sprintf("container %q: sparklet did not check the properties in --extra-properties-file %s; "+
-			"put them in the %s annotation, where they are checked", c.Name, f, AnnotationSparkConf))
+		p.warn(fmt.Sprintf("container %q: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
+			c.Name, f, AnnotationSparkConf))
 	}
 	settings, err := cmd.Submit.Conf()
 	if err != nil {

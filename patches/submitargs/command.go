@@ -93,11 +93,11 @@ func read(words []string, depth int) (Command, error) {
 	case shells[prog]:
 		script, ok := shellScript(words[1:])
 		if !ok {
-			return Command{Unchecked: fmt.Sprintf("%s runs a script file, not a -c command", prog)}, nil
+			return Command{Unchecked: fmt.Sprintf("%s runs a script file", prog)}, nil
 		}
 		inner, why := SplitShell(script)
 		if why != "" {
-			return Command{Unchecked: fmt.Sprintf("the script %s runs is not a simple command (%s)", prog, why)}, nil
+			return Command{Unchecked: fmt.Sprintf("the %s script is not one simple command (%s)", prog, why)}, nil
 		}
 		inner = skipAssignments(inner)
 		if len(inner) > 0 && inner[0] == "exec" {
@@ -108,8 +108,8 @@ func read(words []string, depth int) (Command, error) {
 		}
 		return read(inner, depth+1)
 	}
-	return Command{Unchecked: fmt.Sprintf("%s is not a launcher sparklet knows (spark-submit, pyspark, spark-shell, spark-sql, "+
-		"the image's driver entrypoint, python, or sh -c running one of them)", prog)}, nil
+	return Command{Unchecked: fmt.Sprintf("%s is not spark-submit, pyspark, spark-shell, spark-sql, python, the image's driver "+
+		"entrypoint or sh -c running one", prog)}, nil
 }
 
 func submit(launcher string, args []string) (Command, error) {

@@ -100,8 +100,8 @@ func TestRead(t *testing.T) {
 		{"bash -lc with $0 args", []string{"bash", "-lc", "spark-submit x.py", "name", "arg"}, nil, "spark-submit", 0, ""},
 		{"bash -e -o pipefail -c", []string{"bash", "-e", "-o", "pipefail", "-c", "spark-submit x.py"}, nil, "spark-submit", 0, ""},
 		{"script file", []string{"bash", "/run.sh"}, nil, "", 0, "bash runs a script file"},
-		{"compound script", []string{"sh", "-c", "set -e; spark-submit x.py"}, nil, "", 0, "not a simple command (it uses ;)"},
-		{"unknown program", []string{"java", "-cp", "x", "Main"}, nil, "", 0, "java is not a launcher"},
+		{"compound script", []string{"sh", "-c", "set -e; spark-submit x.py"}, nil, "", 0, "not one simple command (it uses ;)"},
+		{"unknown program", []string{"java", "-cp", "x", "Main"}, nil, "", 0, "java is not spark-submit"},
 		{"nested shells", []string{"sh", "-c", `sh -c "sh -c 'spark-submit --conf spark.a=1 x.py'"`}, nil, "spark-submit", 1, ""},
 	}
 	for _, tc := range cases {
