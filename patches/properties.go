@@ -191,10 +191,15 @@ func toLower(r rune) rune {
 // Properties.load, reads back as key and value: backslashes and control
 // characters are escaped everywhere (\t \n \r \f, else \uXXXX); in the
 // key also blanks, = and :, and a leading # or !; in the value a leading
-// blank, = or :. Other characters are written as they are, in UTF-8.
+// blank, = or :. Other characters are written as they are, in UTF-8. An
+// empty key is followed by "=" instead of a blank.
 func writeProperty(b *strings.Builder, key, value string) {
 	escape(b, key, true)
-	b.WriteByte(' ')
+	if key == "" {
+		b.WriteByte('=') // a blank would be skipped, and the value read as the key
+	} else {
+		b.WriteByte(' ')
+	}
 	escape(b, value, false)
 	b.WriteByte('\n')
 }
