@@ -58,11 +58,13 @@ func readArgs(c *corev1.Container, p *plan) (argConf, error) {
 }
 
 // confSource is one layer of the Spark configuration, named for messages.
-// from, when set, names the option that set each key.
+// from, when set, names the option that set each key. The policy's own
+// layers may set reserved and enforced keys (the policy validates them).
 type confSource struct {
-	what string
-	conf map[string]string
-	from map[string]string
+	what   string
+	conf   map[string]string
+	from   map[string]string
+	policy bool
 }
 
 func (s confSource) setter(k string) string {
@@ -82,10 +84,10 @@ func (s confSource) check(p *plan) error {
 			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
 				"%s sets %q %s; a Spark property is one line of spark-defaults.conf, so remove it", s.setter(k), k, why)}
 		}
-		if why, ok := policy.Reserved[k]; ok {
+		if why, ok := policy.Reserved[k]; ok && !s.policy {
 			return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", s.setter(k), k, why)}
 		}
-		if want, ok := p.pol.Spark.Enforced[k]; ok && v != want {
+		if want, ok := p.pol.Spark.Enforced[k]; ok && v != want && !s.policy {
 			return &Refused{Reason: "enforced-key", Message: fmt.Sprintf(
 				"%s sets %s=%s, but the sparklet policy enforces %s=%s in namespace %s; remove it or use the enforced value",
 				s.setter(k), k, v, k, want, p.in.Namespace)}

@@ -225,3 +225,17 @@ func TestDriverSkips(t *testing.T) {
 		}
 	}
 }
+
+// TestPolicyDefaultsUnderEnforced: a policy default that an enforced value
+// overrides is not a refusal, and the enforced value wins.
+func TestPolicyDefaultsUnderEnforced(t *testing.T) {
+	pol := mustPolicy(t, "spark:\n  defaults: {spark.eventLog.enabled: \"false\"}\n  enforced: {spark.eventLog.enabled: \"true\"}\n")
+	pod := driverPod()
+	if _, err := inject(t, pod, pol); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	if err != nil || conf["spark.eventLog.enabled"] != "true" {
+		t.Errorf("spark.eventLog.enabled = %q (%v), want the enforced true", conf["spark.eventLog.enabled"], err)
+	}
+}

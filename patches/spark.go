@@ -35,10 +35,10 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	sources := []confSource{
-		{"policy spark.defaults", p.pol.Spark.Defaults, nil},
-		{"policy spark.enforced", p.pol.Spark.Enforced, nil},
-		{"annotation " + AnnotationSparkConf, user, nil},
-		{fmt.Sprintf("container %q", c.Name), args.conf, args.from},
+		{"policy spark.defaults", p.pol.Spark.Defaults, nil, true},
+		{"policy spark.enforced", p.pol.Spark.Enforced, nil, true},
+		{"annotation " + AnnotationSparkConf, user, nil, false},
+		{fmt.Sprintf("container %q", c.Name), args.conf, args.from, false},
 	}
 	for _, src := range sources {
 		if err := src.check(p); err != nil {
