@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -148,7 +149,9 @@ func (ft *fuzzTarget) check(t *testing.T, method, path, query, headers string, b
 		k, v, ok := strings.Cut(line, ":")
 		k = strings.TrimSpace(k)
 		// A WebSocket upgrade is a watch; its frames are tested elsewhere.
-		if ok && k != "" && !strings.EqualFold(k, "Upgrade") && !strings.EqualFold(k, "Connection") {
+		// A header a client cannot send is not the server's to answer.
+		if ok && httpguts.ValidHeaderFieldName(k) && httpguts.ValidHeaderFieldValue(strings.TrimSpace(v)) &&
+			!strings.EqualFold(k, "Upgrade") && !strings.EqualFold(k, "Connection") {
 			req.Header.Add(k, strings.TrimSpace(v))
 		}
 	}
