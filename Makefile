@@ -8,7 +8,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION) -X github.com/sparklet/sparklet/internal/version.Commit=$(COMMIT)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build image test unit-test lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build image test unit-test fuzz lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -63,6 +63,19 @@ test: build cluster-binaries helm-binary python-client spark-dists
 
 unit-test:
 	$(GO) test -count=1 -short ./...
+
+# Every fuzz target, one after the other, each for FUZZTIME (go test runs
+# their seed corpora; this explores). A crasher is saved under the
+# package's testdata/fuzz/ and then runs in go test as a seed.
+FUZZTIME ?= 10m
+FUZZ_TARGETS := ./patches/submitargs:FuzzRead ./patches/submitargs:FuzzParseSubmit ./patches/submitargs:FuzzSplitShell \
+	./patches:FuzzParseSparkConf ./patches:FuzzSparkConfRoundTrip ./patches:FuzzDriverAnnotations \
+	./fetch/spec:FuzzParseAnnotation ./policy:FuzzParse ./sidecar:FuzzAPI
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }

@@ -9,86 +9,39 @@ import (
 	"strings"
 )
 
-// ParseSparkConf reads spark-defaults.conf text: one property per line as
-// "key value" or "key=value"; blank lines and lines starting with # or !
-// are ignored. Errors name the line.
+// ParseSparkConf reads spark-defaults.conf text as Spark does, with the
+// grammar of java.util.Properties.load (see loadProperties): "key value",
+// "key=value" or "key: value", escapes, continuation lines, comments
+// starting with # or !. Every key must start with "spark.", and no key or
+// value may hold a line break or NUL (written escaped, they would still
+// be one in the conf). A later line wins. Errors name the line.
 func ParseSparkConf(text string) (map[string]string, error) {
+	props, err := loadProperties(text)
+	if err != nil {
+		return nil, err
+	}
 	conf := map[string]string{}
-	for i, line := range strings.Split(text, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' || line[0] == '!' {
-			continue
+	for _, p := range props {
+		if !strings.HasPrefix(p.key, "spark.") {
+			return nil, fmt.Errorf("line %d: %q is not a Spark property (they start with \"spark.\")", p.line, p.key)
 		}
-		sep := strings.IndexAny(line, "= \t:")
-		if sep <= 0 {
-			return nil, fmt.Errorf("line %d %q: expected \"key value\" or \"key=value\"", i+1, line)
+		if why := unsafeText(p.key, p.value); why != "" {
+			return nil, fmt.Errorf("line %d: %q %s; a Spark property is one line, so remove it", p.line, p.key, why)
 		}
-		key := line[:sep]
-		value := strings.TrimSpace(line[sep+1:])
-		value = strings.TrimSpace(strings.TrimPrefix(strings.TrimPrefix(value, "="), ":"))
-		if !strings.HasPrefix(key, "spark.") {
-			return nil, fmt.Errorf("line %d: %q is not a Spark property (they start with \"spark.\")", i+1, key)
-		}
-		conf[key] = value
+		conf[p.key] = p.value
 	}
 	return conf, nil
 }
 
-// RenderSparkConf writes conf in spark-defaults.conf format, sorted by key.
-// Backslashes are escaped because Spark loads the file with
-// java.util.Properties.load.
+// RenderSparkConf writes conf in spark-defaults.conf format, one
+// "key value" line per property sorted by key, escaped so that
+// Properties.load reads back exactly conf (see writeProperty).
 func RenderSparkConf(conf map[string]string) string {
 	var b strings.Builder
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		b.WriteString(k)
-		b.WriteByte(' ')
-		b.WriteString(strings.ReplaceAll(conf[k], `\`, `\\`))
-		b.WriteByte('\n')
+		writeProperty(&b, k, conf[k])
 	}
 	return b.String()
-}
-
-// submitArgs is what the container's command line tells spark-submit.
-type submitArgs struct {
-	conf           map[string]string // --conf / -c key=value, the last one wins
-	master         string            // --master
-	propertiesFile string            // --properties-file
-}
-
-// parseSubmitArgs scans a container's command and args the way
-// SparkSubmitArguments does for the options sparklet cares about
-// (core/src/main/scala/org/apache/spark/deploy/SparkSubmitArguments.scala).
-func parseSubmitArgs(words []string) (submitArgs, error) {
-	out := submitArgs{conf: map[string]string{}}
-	for i := 0; i < len(words); i++ {
-		w := words[i]
-		name, value, inline := strings.Cut(w, "=")
-		switch name {
-		case "--conf", "-c", "--master", "--properties-file":
-		default:
-			continue
-		}
-		if !inline {
-			if i+1 >= len(words) {
-				return out, fmt.Errorf("%s at the end of the command has no value", name)
-			}
-			i++
-			value = words[i]
-		}
-		switch name {
-		case "--conf", "-c":
-			k, v, ok := strings.Cut(value, "=")
-			if !ok || k == "" {
-				return out, fmt.Errorf("%s %q: expected key=value", name, value)
-			}
-			out.conf[k] = v
-		case "--master":
-			out.master = value
-		case "--properties-file":
-			out.propertiesFile = value
-		}
-	}
-	return out, nil
 }
 
 // javaMiB parses a JVM memory string as Spark's JavaUtils.byteStringAsMb

@@ -182,10 +182,10 @@ func TestDriverRefusals(t *testing.T) {
 			p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.memory=40g"}
 		})},
 		{"enforced in args", "enforced-key", "spark.eventLog.enabled", driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Args = append(p.Spec.Containers[0].Args, "--conf", "spark.eventLog.enabled=false")
+			p.Spec.Containers[0].Args = append([]string{"driver", "--conf", "spark.eventLog.enabled=false"}, p.Spec.Containers[0].Args[1:]...)
 		})},
 		{"master in args", "reserved-key", "--master", driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Args = append([]string{"--master", "local[*]"}, p.Spec.Containers[0].Args...)
+			p.Spec.Containers[0].Args = append([]string{"driver", "--master", "local[*]"}, p.Spec.Containers[0].Args[1:]...)
 		})},
 		{"two containers", "no-spark-container", `["app", "sidecar"]`, driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Name = "app"
@@ -226,5 +226,19 @@ func TestDriverSkips(t *testing.T) {
 		if !reflect.DeepEqual(before, pod) {
 			t.Errorf("%s: skipped pod was changed", name)
 		}
+	}
+}
+
+// TestPolicyDefaultsUnderEnforced: a policy default that an enforced value
+// overrides is not a refusal, and the enforced value wins.
+func TestPolicyDefaultsUnderEnforced(t *testing.T) {
+	pol := mustPolicy(t, "spark:\n  defaults: {spark.eventLog.enabled: \"false\"}\n  enforced: {spark.eventLog.enabled: \"true\"}\n")
+	pod := driverPod()
+	if _, err := inject(t, pod, pol); err != nil {
+		t.Fatal(err)
+	}
+	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	if err != nil || conf["spark.eventLog.enabled"] != "true" {
+		t.Errorf("spark.eventLog.enabled = %q (%v), want the enforced true", conf["spark.eventLog.enabled"], err)
 	}
 }

@@ -7,8 +7,6 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/sparklet/sparklet/policy"
 )
 
 // sparkContainerNames are the names that mark the Spark container, in
@@ -23,24 +21,14 @@ func findSparkContainer(pod *corev1.Pod, p *plan) error {
 }
 
 // layerConf layers the Spark configuration: sparklet's defaults, policy
-// defaults (cluster, then namespace), the pod's annotation, the pod's own
-// --conf arguments, then policy enforced values. It refuses what the pod
-// may not set.
+// defaults (cluster, then namespace), the pod's annotation, the Spark
+// container's command line, then policy enforced values. It refuses what
+// the pod may not set.
 func layerConf(pod *corev1.Pod, p *plan) error {
 	c := p.container(pod)
-	args, err := parseSubmitArgs(append(append([]string{}, c.Command...), c.Args...))
+	args, err := readArgs(c, p)
 	if err != nil {
-		return &Refused{Reason: "bad-args", Message: fmt.Sprintf("container %q: %v", c.Name, err)}
-	}
-	if args.propertiesFile != "" {
-		return &Refused{Reason: "properties-file", Message: fmt.Sprintf(
-			"container %q passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
-				"delivers in spark-defaults.conf; move its properties into the %s annotation",
-			c.Name, args.propertiesFile, AnnotationSparkConf)}
-	}
-	if args.master != "" {
-		return &Refused{Reason: "reserved-key", Message: fmt.Sprintf(
-			"container %q passes --master %s: %s; remove --master", c.Name, args.master, policy.Reserved["spark.master"])}
+		return err
 	}
 	user := map[string]string{}
 	if text, ok := pod.Annotations[AnnotationSparkConf]; ok {
@@ -48,19 +36,15 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", AnnotationSparkConf, err)}
 		}
 	}
-	for _, src := range []struct {
-		what string
-		conf map[string]string
-	}{{"annotation " + AnnotationSparkConf, user}, {fmt.Sprintf("container %q --conf", c.Name), args.conf}} {
-		for _, k := range slices.Sorted(maps.Keys(src.conf)) {
-			if why, ok := policy.Reserved[k]; ok {
-				return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", src.what, k, why)}
-			}
-			if want, ok := p.pol.Spark.Enforced[k]; ok && src.conf[k] != want {
-				return &Refused{Reason: "enforced-key", Message: fmt.Sprintf(
-					"%s sets %s=%s, but the sparklet policy enforces %s=%s in namespace %s; remove it or use the enforced value",
-					src.what, k, src.conf[k], k, want, p.in.Namespace)}
-			}
+	sources := []confSource{
+		{"policy spark.defaults", p.pol.Spark.Defaults, nil, true},
+		{"policy spark.enforced", p.pol.Spark.Enforced, nil, true},
+		{"annotation " + AnnotationSparkConf, user, nil, false},
+		{fmt.Sprintf("container %q", c.Name), args.conf, args.from, false},
+	}
+	for _, src := range sources {
+		if err := src.check(p); err != nil {
+			return err
 		}
 	}
 
@@ -106,6 +90,12 @@ func finishConf(_ *corev1.Pod, p *plan) error {
 	}
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
 	addJVMNoProxy(p.conf)
+	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
+		if why := unsafeText(k, p.conf[k]); why != "" {
+			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
+				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
+		}
+	}
 	p.confText = RenderSparkConf(p.conf)
 	return nil
 }

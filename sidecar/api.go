@@ -36,13 +36,13 @@ type API struct {
 func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	req := parseRequest(r)
 	if !a.authenticated(r) {
-		a.metrics.jvmRequests.WithLabelValues(req.verb, "", "401").Inc()
+		a.metrics.jvmRequests.WithLabelValues(metricLabel(metricVerbs, req.verb), "", "401").Inc()
 		writeError(w, apierrors.NewUnauthorized("a bearer token is required: the JVM reads it from spark.kubernetes.authenticate.oauthTokenFile"))
 		return
 	}
 	rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	resource := a.route(rec, req)
-	a.metrics.jvmRequests.WithLabelValues(req.verb, resource, fmt.Sprint(rec.code)).Inc()
+	a.metrics.jvmRequests.WithLabelValues(metricLabel(metricVerbs, req.verb), metricLabel(metricResources, resource), fmt.Sprint(rec.code)).Inc()
 }
 
 func (a *API) authenticated(r *http.Request) bool {

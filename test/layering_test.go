@@ -30,7 +30,8 @@ var (
 // or through them) and import, besides the standard library, only paths
 // with the listed prefixes (any path when none are listed).
 var pure = []purity{
-	{pkg: "patches", project: []string{"policy", "fetch/spec"}, external: []string{"k8s.io/", "sigs.k8s.io/"}},
+	{pkg: "patches", project: []string{"policy", "fetch/spec", "patches/submitargs"}, external: []string{"k8s.io/", "sigs.k8s.io/"}},
+	{pkg: "patches/submitargs", project: []string{}, external: []string{}},
 	{pkg: "policy", project: []string{"fetch/spec"}},
 }
 
@@ -68,6 +69,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 	good := []pkg{
 		{ImportPath: m("patches"), Imports: []string{"fmt", m("policy"), "k8s.io/api/core/v1"}, Deps: []string{"fmt", m("policy"), m("fetch/spec")}},
 		{ImportPath: m("policy"), Imports: []string{m("fetch/spec"), "github.com/some/lib"}, Deps: []string{m("fetch/spec"), "github.com/some/lib"}},
+		{ImportPath: m("patches/submitargs"), Imports: []string{"strings"}, Deps: []string{"strings"}},
 		{ImportPath: m("webhook"), Imports: []string{m("patches")}, Deps: []string{m("patches"), m("policy")}},
 		{ImportPath: m("sidecar"), Imports: []string{m("patches")}, Deps: []string{m("patches")}},
 		{ImportPath: m("bench"), Imports: []string{m("test/env")}, Deps: []string{m("test/env")}},
@@ -79,6 +81,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 	bad := []pkg{
 		{ImportPath: m("patches"), Imports: []string{m("internal/podpatch"), "github.com/sirupsen/logrus"}, Deps: []string{m("internal/podpatch"), "github.com/sirupsen/logrus"}},
 		{ImportPath: m("policy"), Imports: []string{m("internal/version")}, Deps: []string{m("internal/version")}},
+		{ImportPath: m("patches/submitargs"), Imports: []string{"github.com/some/lib"}, Deps: []string{"github.com/some/lib"}},
 		{ImportPath: m("webhook"), Imports: []string{m("internal/shared")}, Deps: []string{m("internal/shared"), m("sidecar/api")}},
 		{ImportPath: m("sidecar/api"), Imports: []string{m("webhook")}, Deps: []string{m("webhook")}},
 		{ImportPath: m("cmd/sparklet"), Imports: []string{m("webhook")}, Deps: []string{m("webhook"), m("test/verify"), m("hack/spark")}},
@@ -87,6 +90,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		"patches depends on internal/podpatch",
 		"patches imports github.com/sirupsen/logrus",
 		"policy depends on internal/version",
+		"patches/submitargs imports github.com/some/lib",
 		"webhook depends on sidecar/api",
 		"sidecar/api depends on webhook",
 		"cmd/sparklet depends on the test harness (test/verify)",

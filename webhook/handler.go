@@ -134,7 +134,8 @@ func (h *Handler) safeAdmit(req *admissionv1.AdmissionRequest) (resp *admissionv
 	return h.admit(req)
 }
 
-// admit decides one request.
+// admit decides one request. The warnings the injection gave go with
+// whatever it answers, so kubectl shows them.
 func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})

@@ -1,0 +1,119 @@
+package patches
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches/submitargs"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// argConf is the Spark configuration the Spark container's command line
+// sets, and for each key the option that set it last.
+type argConf struct {
+	conf map[string]string
+	from map[string]string
+}
+
+// readArgs reads the Spark container's command line as spark-submit would
+// (patches/submitargs). It refuses what spark-submit would refuse and what
+// sparklet cannot deliver, and warns when the command line cannot be read.
+func readArgs(c *corev1.Container, p *plan) (argConf, error) {
+	out := argConf{conf: map[string]string{}, from: map[string]string{}}
+	cmd, err := submitargs.Read(c.Command, c.Args)
+	if err != nil {
+		return out, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
+			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}
+	}
+	if cmd.Unchecked != "" {
+		// Kept short: the API server may truncate a warning over 256
+		// characters.
+		p.warn(fmt.Sprintf("container %q: Spark options in its arguments were not checked: %s; put them in the %s annotation",
+			c.Name, cmd.Unchecked, AnnotationSparkConf))
+	}
+	if f, ok := cmd.Submit.Last("--properties-file"); ok {
+		return out, &Refused{Reason: "properties-file", Message: fmt.Sprintf(
+			"container %q passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
+				"delivers in spark-defaults.conf; move its properties into the %s annotation",
+			c.Name, f, AnnotationSparkConf)}
+	}
+	if f, ok := cmd.Submit.Last("--extra-properties-file"); ok {
+		p.warn(fmt.Sprintf("container %q: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
+			c.Name, f, AnnotationSparkConf))
+	}
+	settings, err := cmd.Submit.Conf()
+	if err != nil {
+		return out, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
+			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}
+	}
+	for _, s := range settings {
+		out.conf[s.Key], out.from[s.Key] = s.Value, s.From
+	}
+	return out, nil
+}
+
+// confSource is one layer of the Spark configuration, named for messages.
+// from, when set, names the option that set each key. The policy's own
+// layers may set reserved and enforced keys (the policy validates them).
+type confSource struct {
+	what   string
+	conf   map[string]string
+	from   map[string]string
+	policy bool
+}
+
+func (s confSource) setter(k string) string {
+	if opt, ok := s.from[k]; ok {
+		return s.what + " " + opt
+	}
+	return s.what
+}
+
+// check refuses a key or value spark-defaults.conf cannot hold safely, a
+// key reserved for sparklet, a different value for an enforced key, and
+// cluster deploy mode.
+func (s confSource) check(p *plan) error {
+	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
+		v := s.conf[k]
+		if why := unsafeText(k, v); why != "" {
+			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
+				"%s sets %q %s; a Spark property is one line of spark-defaults.conf, so remove it", s.setter(k), k, why)}
+		}
+		if why, ok := policy.Reserved[k]; ok && !s.policy {
+			return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", s.setter(k), k, why)}
+		}
+		if want, ok := p.pol.Spark.Enforced[k]; ok && v != want && !s.policy {
+			return &Refused{Reason: "enforced-key", Message: fmt.Sprintf(
+				"%s sets %s=%s, but the sparklet policy enforces %s=%s in namespace %s; remove it or use the enforced value",
+				s.setter(k), k, v, k, want, p.in.Namespace)}
+		}
+		if k == "spark.submit.deployMode" && v == "cluster" {
+			return &Refused{Reason: "cluster-mode", Message: fmt.Sprintf(
+				"%s sets spark.submit.deployMode=cluster, which would make spark-submit create a second driver pod "+
+					"instead of running the driver here; sparklet makes this pod the driver in client mode, so remove it "+
+					"(or use --deploy-mode client)", s.setter(k))}
+		}
+	}
+	return nil
+}
+
+// unsafeText says what makes a Spark property unsafe to write: a line
+// break or NUL in its key or value (a second line would be a property of
+// its own), or text that is not UTF-8 (Spark reads the file as UTF-8).
+// It returns "" when there is nothing.
+func unsafeText(k, v string) string {
+	for _, f := range []struct{ name, text string }{{"key", k}, {"value", v}} {
+		if i := strings.IndexAny(f.text, "\r\n\x00"); i >= 0 {
+			return fmt.Sprintf("with %q in its %s", f.text[i:i+1], f.name)
+		}
+		if !utf8.ValidString(f.text) {
+			return "with text that is not UTF-8 in its " + f.name
+		}
+	}
+	return ""
+}
