@@ -36,6 +36,7 @@ var (
 		{"limits", checkLimits},
 		{"images", checkImages},
 		{"fetch", planFetch},
+		{"image conf", planImageConf},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
 	}
@@ -47,6 +48,7 @@ var (
 		{"volumes", addVolumes},
 		{"env", addEnv},
 		{"init container", addInitContainer},
+		{"conf init container", addConfInit},
 		{"sidecar", addSidecar},
 		{"status", annotate},
 	}
