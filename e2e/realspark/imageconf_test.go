@@ -33,8 +33,8 @@ appender.console.layout.pattern = IMAGE-LOG4J2 %p %c{1}: %m%n
 `,
 	"metrics.properties": "*.sink.servlet.class=org.apache.spark.metrics.sink.MetricsServlet\n" +
 		"*.sink.servlet.path=/sparklet-image-metrics/json\n",
-	"core-site.xml":      siteXML("sparklet.test.core-site", "from-core-site"),
-	"hive-site.xml":      siteXML("sparklet.test.hive-site", "from-hive-site"),
+	"core-site.xml": siteXML("sparklet.test.core-site", "from-core-site"),
+	"hive-site.xml": siteXML("sparklet.test.hive-site", "from-hive-site"),
 }
 
 func siteXML(name, value string) string {
