@@ -126,7 +126,7 @@ spec:
 	if !strings.Contains(docs[0], "# comments survive") {
 		t.Errorf("the ConfigMap was rewritten:\n%s", docs[0])
 	}
-	if spec := podSpecOf(t, docs[1]); len(spec.InitContainers) != 1 || spec.InitContainers[0].Name != patches.SidecarName {
+	if spec := podSpecOf(t, docs[1]); len(spec.InitContainers) != 2 || spec.InitContainers[1].Name != patches.SidecarName {
 		t.Errorf("the CronJob's template was not injected:\n%s", docs[1])
 	}
 	if !strings.Contains(docs[2], "image: nginx") || strings.Contains(docs[2], patches.SidecarName) {

@@ -90,10 +90,10 @@ func TestDriverInjects(t *testing.T) {
 	if pod.Spec.ServiceAccountName != "spark-driver" {
 		t.Errorf("serviceAccountName = %q", pod.Spec.ServiceAccountName)
 	}
-	if n := len(pod.Spec.InitContainers); n != 1 || pod.Spec.InitContainers[0].Name != SidecarName {
+	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[0].Name != ConfInitName || pod.Spec.InitContainers[1].Name != SidecarName {
 		t.Fatalf("init containers = %v", pod.Spec.InitContainers)
 	}
-	sc := pod.Spec.InitContainers[0]
+	sc := pod.Spec.InitContainers[1]
 	if sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways || sc.StartupProbe == nil {
 		t.Errorf("sidecar is not a native sidecar with a startup probe: %+v", sc)
 	}
@@ -192,7 +192,10 @@ func TestDriverRefusals(t *testing.T) {
 			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Name: "sidecar", Image: "busybox"})
 		})},
 		{"conf dir", "spark-conf-dir", "SPARK_CONF_DIR", driverPod(func(p *corev1.Pod) {
-			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SPARK_CONF_DIR", Value: "/conf"}}
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SPARK_CONF_DIR", Value: "/opt/sparklet/conf/"}}
+		})},
+		{"relative conf dir", "spark-conf-dir", "SPARK_CONF_DIR", driverPod(func(p *corev1.Pod) {
+			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SPARK_CONF_DIR", Value: "conf"}}
 		})},
 		{"bad annotation", "bad-spark-conf", "line 1", driverPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{AnnotationSparkConf: "executor.instances 5"}

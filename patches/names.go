@@ -30,7 +30,9 @@ const DefaultAllocationBatchSize = 1000
 const (
 	SidecarName   = "sparklet-sidecar"
 	InitName      = "sparklet-init"
+	ConfInitName  = "sparklet-spark-conf"
 	VolumeConf    = "sparklet-conf"
+	VolumeSpark   = "sparklet-spark-conf" // the Spark container's SPARK_CONF_DIR
 	VolumeJVM     = "sparklet-jvm"
 	VolumeToken   = "sparklet-sa-token"
 	VolumeDeps    = "sparklet-deps"

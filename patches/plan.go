@@ -17,6 +17,10 @@ type plan struct {
 	confText string            // conf rendered for the annotation the JVM reads
 	fetch    []spec.Entry      // the remote dependencies; nil when none
 	appID    string
+	// imageConf is where the conf init container copies the image's conf
+	// directory from, as its SPARKLET_IMAGE_CONF_DIR; nil for the image's
+	// own ${SPARK_HOME:-/opt/spark}/conf.
+	imageConf *corev1.EnvVar
 	// warnings are for the user: what sparklet could not check or did not
 	// apply, returned with the admission response.
 	warnings []string

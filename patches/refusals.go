@@ -19,7 +19,7 @@ func refuseHostNetwork(pod *corev1.Pod, _ *plan) error {
 
 // refuseReservedNames refuses a first injection whose pod already uses a
 // name sparklet injects; on an injected pod those are sparklet's own.
-func refuseReservedNames(pod *corev1.Pod, p *plan) error {
+func refuseReservedNames(pod *corev1.Pod, _ *plan) error {
 	if _, injected := pod.Annotations[AnnotationStatus]; injected {
 		return nil
 	}
@@ -30,18 +30,9 @@ func refuseReservedNames(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	for _, c := range pod.Spec.InitContainers {
-		if c.Name == SidecarName || c.Name == InitName {
+		if c.Name == SidecarName || c.Name == InitName || c.Name == ConfInitName {
 			return &Refused{Reason: "reserved-name", Message: fmt.Sprintf(
 				"spec.initContainers: the name %q is reserved for sparklet; rename the container", c.Name)}
-		}
-	}
-	c := p.container(pod)
-	for _, e := range c.Env {
-		if e.Name == "SPARK_CONF_DIR" {
-			return &Refused{Reason: "spark-conf-dir", Message: fmt.Sprintf(
-				"container %q sets SPARK_CONF_DIR, but sparklet delivers the Spark configuration through its own "+
-					"SPARK_CONF_DIR (%s); remove the variable and put your properties in the %s annotation",
-				c.Name, ConfDir, AnnotationSparkConf)}
 		}
 	}
 	return nil

@@ -34,7 +34,10 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		})
 	}
 	ownVolume(corev1.Volume{Name: VolumeConf, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}})
-	mount(c, corev1.VolumeMount{Name: VolumeConf, MountPath: ConfDir, ReadOnly: true})
+	// The Spark container reads the image's conf directory merged with the
+	// effective conf, which the conf init container writes (addConfInit).
+	ownVolume(corev1.Volume{Name: VolumeSpark, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}})
+	mount(c, corev1.VolumeMount{Name: VolumeSpark, MountPath: ConfDir})
 
 	tiny := resource.MustParse("1Mi")
 	ownVolume(corev1.Volume{Name: VolumeJVM, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{

@@ -49,7 +49,12 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "realspark: %v\n", err)
 		os.Exit(1)
 	}
-	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true}, func(e *testenv.Env) error {
+	imageConf := filepath.Join(policyDir, "image-conf")
+	if err := writeImageConf(imageConf); err != nil {
+		fmt.Fprintf(os.Stderr, "realspark: %v\n", err)
+		os.Exit(1)
+	}
+	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true, ImageConfDir: imageConf}, func(e *testenv.Env) error {
 		env = e
 		files, err = serveFiles(context.Background(), policy)
 		return err

@@ -74,7 +74,9 @@ func showInjected(pod *corev1.Pod) {
 func describeVolume(v corev1.Volume) string {
 	switch {
 	case v.DownwardAPI != nil:
-		return "downward API: the effective Spark conf as " + patches.ConfDir + "/" + patches.ConfFile
+		return "downward API: the effective Spark conf, for the init containers"
+	case v.Name == patches.VolumeSpark:
+		return "emptyDir: SPARK_CONF_DIR (" + patches.ConfDir + "), the image's conf directory with the effective conf appended to its " + patches.ConfFile
 	case v.EmptyDir != nil && v.EmptyDir.Medium == corev1.StorageMediumMemory:
 		return "in-memory emptyDir: the JVM's token for the sidecar"
 	case v.EmptyDir != nil:

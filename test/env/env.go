@@ -67,6 +67,9 @@ type Options struct {
 	// unless they name RunnerNode (spec.nodeName) or tolerate the taint.
 	// Without PodRunner, kwok always runs.
 	Kwok bool
+	// ImageConfDir, with PodRunner, is the $SPARK_HOME/conf of the
+	// sparkimage.ConfImageRepo images.
+	ImageConfDir string
 }
 
 // RunnerNode is the pod runner's node.
@@ -105,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Env, error) {
 			return nil, err
 		}
 		ropts := podrunner.Options{NodeName: RunnerNode, Dir: filepath.Join(opts.Dir, "pods"),
-			Images: sparkimage.Resolver(opts.BinDir), Log: log, SyncPeriod: 2 * time.Second}
+			Images: sparkimage.Resolver(opts.BinDir, opts.ImageConfDir), Log: log, SyncPeriod: 2 * time.Second}
 		if opts.Kwok {
 			ropts.Taints = []corev1.Taint{RunnerTaint}
 		}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -214,10 +216,7 @@ func (w *podWorker) shimSpec(pod *corev1.Pod, c *container, img *Image) (shimSpe
 	if len(argv) == 0 {
 		return shimSpec{}, fmt.Errorf("no command to run: image %s has no entrypoint and the container no command", c.spec.Image)
 	}
-	var mounts []shimMount
-	for target, src := range img.Binds {
-		mounts = append(mounts, shimMount{Source: src, Target: target, ReadOnly: true})
-	}
+	mounts := imageMounts(img.Binds)
 	w.volMu.Lock()
 	vm, err := w.vols.mountsFor(&c.spec)
 	w.volMu.Unlock()
@@ -302,6 +301,17 @@ func terminate(proc *exec.Cmd, exited <-chan struct{}, deadline time.Time) {
 		_ = syscall.Kill(-proc.Process.Pid, syscall.SIGKILL)
 		<-exited
 	}
+}
+
+// imageMounts are an image's binds, read-only, sorted by target so that a
+// bind comes after the binds that hold its target (/opt/spark before
+// /opt/spark/conf): a path sorts before every path it is a prefix of.
+func imageMounts(binds map[string]string) []shimMount {
+	var mounts []shimMount
+	for _, target := range slices.Sorted(maps.Keys(binds)) {
+		mounts = append(mounts, shimMount{Source: binds[target], Target: target, ReadOnly: true})
+	}
+	return mounts
 }
 
 // mountedAt reports whether a mount's target is path.

@@ -39,7 +39,7 @@ func fakeBin(t *testing.T, dists []spark.Dist) string {
 
 func TestResolverSparkImages(t *testing.T) {
 	bin := fakeBin(t, pins)
-	resolve := resolver(bin, pins, nil, "/jdk", nil)
+	resolve := resolver(bin, "", pins, nil, "/jdk", nil)
 	for _, tc := range []struct {
 		image string
 		dist  string // the distribution bound at /opt/spark
@@ -84,7 +84,7 @@ func TestResolverSparkImages(t *testing.T) {
 
 func TestResolverSparkletImage(t *testing.T) {
 	bin := fakeBin(t, nil)
-	resolve := resolver(bin, pins, nil, "/jdk", nil)
+	resolve := resolver(bin, "", pins, nil, "/jdk", nil)
 	for _, image := range []string{"ghcr.io/sparklet/sparklet:dev", "ghcr.io/sparklet/sparklet:v1.2.3@sha256:00", "ghcr.io/sparklet/sparklet"} {
 		img, err := resolve(image)
 		if err != nil {
@@ -102,7 +102,7 @@ func TestResolverSparkletImage(t *testing.T) {
 
 func TestResolverRefuses(t *testing.T) {
 	bin := fakeBin(t, pins[:2]) // 4.3.0 not installed
-	resolve := resolver(bin, pins, nil, "/jdk", nil)
+	resolve := resolver(bin, "", pins, nil, "/jdk", nil)
 	for _, tc := range []struct{ image, err string }{
 		{"apache/spark", `tag "" names no Spark version`},
 		{"apache/spark:latest", `tag "latest" names no Spark version`},
@@ -128,7 +128,7 @@ func TestResolverStaleInstall(t *testing.T) {
 	bin := fakeBin(t, pins)
 	moved := append([]spark.Dist{}, pins...)
 	moved[0].SHA256 = "another"
-	_, err := resolver(bin, moved, nil, "/jdk", nil)("apache/spark:3.5.9")
+	_, err := resolver(bin, "", moved, nil, "/jdk", nil)("apache/spark:3.5.9")
 	if err == nil || !strings.Contains(err.Error(), "installed from another pin") {
 		t.Errorf("error %v, want installed from another pin", err)
 	}
@@ -149,5 +149,20 @@ func TestParseReference(t *testing.T) {
 		if repo != tc.repo || tag != tc.tag {
 			t.Errorf("%s: %s %q, want %s %q", tc.image, repo, tag, tc.repo, tc.tag)
 		}
+	}
+}
+
+func TestResolverConfImage(t *testing.T) {
+	bin := fakeBin(t, pins)
+	img, err := resolver(bin, "/tmp/conf", pins, nil, "/jdk", nil)(ConfImageRepo + ":3.5.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"/opt/spark": filepath.Join(bin, "spark", "3.5.9"), "/opt/spark/conf": "/tmp/conf"}
+	if !reflect.DeepEqual(img.Binds, want) {
+		t.Errorf("binds %v, want %v", img.Binds, want)
+	}
+	if _, err := resolver(bin, "", pins, nil, "/jdk", nil)(ConfImageRepo + ":3.5.9"); err == nil || !strings.Contains(err.Error(), "no conf directory") {
+		t.Errorf("err = %v, want no conf directory mapped", err)
 	}
 }

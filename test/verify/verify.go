@@ -83,7 +83,7 @@ func Driver(pod *corev1.Pod) []string {
 			bad("Spark container lacks env %s", e)
 		}
 	}
-	for _, v := range []string{patches.VolumeConf, patches.VolumeJVM} {
+	for _, v := range []string{patches.VolumeSpark, patches.VolumeJVM} {
 		if !mountsVolume(*spark, v) {
 			bad("Spark container does not mount %s", v)
 		}

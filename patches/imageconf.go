@@ -1,0 +1,135 @@
+package patches
+
+import (
+	"fmt"
+	"path"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// The Spark container reads more than spark-defaults.conf from
+// SPARK_CONF_DIR: bin/load-spark-env.sh sources spark-env.sh from it, and
+// the launcher puts it first on the classpath, where log4j2.properties,
+// metrics.properties, core-site.xml and hive-site.xml are found. An image's
+// own $SPARK_HOME/conf holds these, so the conf init container, which runs
+// the Spark container's image, copies that directory into the emptyDir
+// that is the Spark container's SPARK_CONF_DIR, and appends the effective
+// conf to its spark-defaults.conf.
+//
+// Appending is enough for the effective conf to win: Spark reads
+// spark-defaults.conf with java.util.Properties.load
+// (core/src/main/scala/org/apache/spark/util/Utils.scala,
+// getPropertiesFromFile, v3.5.0 and v4.0.0), which puts every key into a
+// Hashtable, so the last line of a key is its value. The image's
+// defaults therefore rank below every layer sparklet writes. Two blank
+// lines first end a line continuation the image's file may leave open.
+const confScript = `set -eu
+src="${` + envImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
+dst=` + ConfDir + `
+if [ -d "$src" ]; then cp -RL "$src/." "$dst/"; fi
+f="$dst/` + ConfFile + `"
+{
+  if [ -f "$f" ]; then cat "$f"; printf '\n\n'; fi
+  echo '# sparklet: the effective configuration, which overrides the lines above'
+  cat "` + PodInfoDir + `/` + ConfFile + `"
+} > "$dst/.sparklet-defaults.tmp"
+mv "$dst/.sparklet-defaults.tmp" "$f"
+`
+
+// envImageConfDir tells the conf init container where the image's conf
+// directory is when the Spark container named it with SPARK_CONF_DIR.
+const envImageConfDir = "SPARKLET_IMAGE_CONF_DIR"
+
+// planImageConf finds the conf directory the Spark container would have
+// read: its own SPARK_CONF_DIR, kept for the conf init container, or on an
+// injected pod the one the conf init container already copies.
+func planImageConf(pod *corev1.Pod, p *plan) error {
+	c := p.container(pod)
+	i := envIndex(c.Env, "SPARK_CONF_DIR")
+	if i < 0 {
+		return nil
+	}
+	e := c.Env[i]
+	if e.ValueFrom == nil && path.Clean(e.Value) == ConfDir {
+		// sparklet's own, or a path sparklet needs for itself.
+		if _, injected := pod.Annotations[AnnotationStatus]; !injected {
+			return &Refused{Reason: "spark-conf-dir", Message: fmt.Sprintf(
+				"container %q: SPARK_CONF_DIR=%s is the directory sparklet writes the Spark configuration to; "+
+					"point it at your own conf directory, whose files sparklet copies there", c.Name, ConfDir)}
+		}
+		for _, ic := range pod.Spec.InitContainers {
+			if ic.Name == ConfInitName {
+				if j := envIndex(ic.Env, envImageConfDir); j >= 0 {
+					kept := ic.Env[j]
+					p.imageConf = &kept
+				}
+			}
+		}
+		return nil
+	}
+	if e.Value != "" && !path.IsAbs(e.Value) {
+		return &Refused{Reason: "spark-conf-dir", Message: fmt.Sprintf(
+			"container %q: SPARK_CONF_DIR=%q is not an absolute path; use one", c.Name, e.Value)}
+	}
+	p.imageConf = &corev1.EnvVar{Name: envImageConfDir, Value: e.Value, ValueFrom: e.ValueFrom.DeepCopy()}
+	return nil
+}
+
+// addConfInit adds the conf init container. It runs the Spark container's
+// image, pull policy and security context, so the pod's security admission
+// judges it as it judges the Spark container, and it mounts the Spark
+// container's own volumes, so a conf directory mounted there is copied too.
+// It holds no Kubernetes credential.
+func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
+	c := p.container(pod)
+	mounts := []corev1.VolumeMount{
+		{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
+		{Name: VolumeSpark, MountPath: ConfDir},
+	}
+	for _, m := range c.VolumeMounts {
+		if !sparkletVolume(m.Name) && m.MountPath != PodInfoDir && m.MountPath != ConfDir {
+			mounts = append(mounts, m)
+		}
+	}
+	var env []corev1.EnvVar
+	if i := envIndex(c.Env, "SPARK_HOME"); i >= 0 {
+		env = append(env, c.Env[i])
+	}
+	if p.imageConf != nil {
+		env = append(env, *p.imageConf)
+	}
+	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	init := corev1.Container{
+		Name:            ConfInitName,
+		Image:           c.Image,
+		ImagePullPolicy: c.ImagePullPolicy,
+		Command:         []string{"/bin/sh", "-c", confScript},
+		Env:             env,
+		VolumeMounts:    mounts,
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   small,
+		},
+		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
+		SecurityContext:          c.SecurityContext.DeepCopy(),
+	}
+	// Before the sidecar, after the pod's own init containers: they may
+	// prepare the conf directory.
+	at := len(pod.Spec.InitContainers)
+	for i, ic := range pod.Spec.InitContainers {
+		if ic.Name == SidecarName {
+			at = i
+			break
+		}
+	}
+	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, init, at)
+	done.InitContainers = append(done.InitContainers, ConfInitName)
+	return nil
+}
+
+// sparkletVolume reports whether a volume is one sparklet injects.
+func sparkletVolume(name string) bool {
+	return strings.HasPrefix(name, "sparklet-") || strings.HasPrefix(name, VolumeLocal)
+}
