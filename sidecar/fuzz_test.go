@@ -9,12 +9,10 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/sirupsen/logrus"
 	"golang.org/x/net/http/httpguts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -24,7 +22,6 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sparklet/sparklet/patches"
-	"github.com/sparklet/sparklet/policy"
 )
 
 // fuzzTarget is one sidecar on a fake API server holding, besides the
@@ -50,20 +47,7 @@ func startFuzzTarget(f *testing.F) *fuzzTarget {
 		objects = append(objects, p.DeepCopy())
 	}
 	client := fake.NewClientset(objects...)
-	pol, err := policy.Parse([]byte("limits: {maxExecutors: 5}"), "dev")
-	if err != nil {
-		f.Fatal(err)
-	}
-	polJSON, _ := json.Marshal(pol.For(testNS))
-	dir := f.TempDir()
-	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
-		TokenFile: filepath.Join(dir, "token"), SparkContainer: "spark", PolicyJSON: string(polJSON), CleanupTimeout: 5 * time.Second}
-	if err := cfg.Validate(); err != nil {
-		f.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	sc := New(cfg, log.WithField("component", "sidecar"))
+	sc := newTestSidecar(f, "limits: {maxExecutors: 5}")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- sc.Run(ctx, client) }()
@@ -82,7 +66,7 @@ func startFuzzTarget(f *testing.F) *fuzzTarget {
 			f.Error("sidecar did not stop")
 		}
 	})
-	tok, err := os.ReadFile(cfg.TokenFile)
+	tok, err := os.ReadFile(sc.cfg.TokenFile)
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -53,20 +53,7 @@ func driver() *corev1.Pod {
 func start(t *testing.T, policyYAML string, objects ...runtime.Object) *harness {
 	t.Helper()
 	client := fake.NewClientset(append([]runtime.Object{driver()}, objects...)...)
-	pol, err := policy.Parse([]byte(policyYAML), "dev")
-	if err != nil {
-		t.Fatal(err)
-	}
-	polJSON, _ := json.Marshal(pol.For(testNS))
-	dir := t.TempDir()
-	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
-		TokenFile: filepath.Join(dir, "token"), SparkContainer: "spark", PolicyJSON: string(polJSON), CleanupTimeout: 5 * time.Second}
-	if err := cfg.Validate(); err != nil {
-		t.Fatal(err)
-	}
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	sc := New(cfg, log.WithField("component", "sidecar"))
+	sc := newTestSidecar(t, policyYAML)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, client: client, sc: sc, done: make(chan error, 1), cancel: cancel}
 	go func() { h.done <- sc.Run(ctx, client) }()
@@ -77,7 +64,7 @@ func start(t *testing.T, policyYAML string, objects ...runtime.Object) *harness 
 	case <-time.After(10 * time.Second):
 		t.Fatal("sidecar not ready")
 	}
-	tok, err := os.ReadFile(cfg.TokenFile)
+	tok, err := os.ReadFile(sc.cfg.TokenFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -424,4 +411,23 @@ func TestEmptyListsHaveItems(t *testing.T) {
 			t.Errorf("GET %s: items = %s, want []", path, raw["items"])
 		}
 	}
+}
+
+// newTestSidecar is the sidecar of the driver pi in testNS, with the
+// policy's section for testNS, logging nowhere.
+func newTestSidecar(tb testing.TB, policyYAML string) *Sidecar {
+	tb.Helper()
+	pol, err := policy.Parse([]byte(policyYAML), "dev")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	polJSON, _ := json.Marshal(pol.For(testNS))
+	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+		TokenFile: filepath.Join(tb.TempDir(), "token"), SparkContainer: "spark", PolicyJSON: string(polJSON), CleanupTimeout: 5 * time.Second}
+	if err := cfg.Validate(); err != nil {
+		tb.Fatal(err)
+	}
+	log := logrus.New()
+	log.SetOutput(io.Discard)
+	return New(cfg, log.WithField("component", "sidecar"))
 }
