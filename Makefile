@@ -22,15 +22,16 @@ $(BIN)/sparklet: $(shell find . -name '*.go' -not -name '*_test.go' -not -path '
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sparklet
 
 # sparklet's image as a tarball, without a container engine (hack/image):
-# bin/sparklet on an empty base, user 65532, entrypoint /sparklet, tagged
-# with the chart's appVersion so the chart's default image is this one.
+# bin/sparklet on an empty base, user 65532, entrypoint /sparklet,
+# labelled with the version the binary reports, tagged with the chart's
+# appVersion so the chart's default image is this one.
 # Reproducible: the same commit gives the same digest. Load it with
 # docker load, podman load or kind load image-archive.
 IMAGE_REPOSITORY ?= ghcr.io/sparklet/sparklet
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/sparklet/Chart.yaml)
 image: $(BIN)/sparklet
 	cd hack/image && GOFLAGS=-mod=mod $(GO) run . --binary $(BIN)/sparklet --out $(BIN)/sparklet-image.tar \
-	  --tag $(IMAGE_REPOSITORY):$(IMAGE_TAG) --version $(VERSION) \
+	  --tag $(IMAGE_REPOSITORY):$(IMAGE_TAG) --version $$($(BIN)/sparklet version | sed -n 's/^version: //p') \
 	  --revision $$(git rev-parse HEAD 2>/dev/null) --created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
 
 # The real control plane (etcd, kube-apiserver, kube-scheduler,
