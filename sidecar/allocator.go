@@ -38,6 +38,9 @@ type allocator struct {
 	backoff  time.Duration
 	apiErr   error // the API server's refusal, repeated to the JVM until blocked
 	inflight int
+	// unreported holds, by Event reason, the last failure within a backoff
+	// period, which no Event reported yet.
+	unreported map[string]string
 
 	createdTotal int       // executors created by this sidecar
 	sinceEvent   int       // created since the last ExecutorsCreated event

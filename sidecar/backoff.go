@@ -3,6 +3,8 @@ package sidecar
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -64,12 +66,37 @@ func (a *allocator) failed(name, reason, what string, err error, fromAPI bool) e
 	if fromAPI {
 		a.apiErr = err
 	}
+	msg := fmt.Sprintf("%s (reported at most once per backoff period, up to %s): %s", what, backoffMax, eventMessage(err.Error(), name))
+	if report {
+		delete(a.unreported, reason)
+	} else {
+		if a.unreported == nil {
+			a.unreported = map[string]string{}
+		}
+		a.unreported[reason] = msg
+	}
 	a.mu.Unlock()
 	if report {
-		a.events.warning(reason, fmt.Sprintf("%s (reported at most once per backoff period, up to %s): %s", what, backoffMax, eventMessage(err.Error(), name)))
+		a.events.warning(reason, msg)
 		a.log.WithField("pod", name).WithError(err).Warn(what)
 	}
 	return err
+}
+
+// reportUnreported emits the failures a backoff period kept from an Event,
+// one per reason, so that the Event's count shows them before the sidecar
+// exits. Spark may give up within one period: 4.x counts each failed pod
+// creation as an executor failure (ExecutorPodsAllocator.
+// registerPodCreationFailure, 4.3.0) and stops after
+// spark.executor.maxNumFailures.
+func (a *allocator) reportUnreported() {
+	a.mu.Lock()
+	pending := a.unreported
+	a.unreported = nil
+	a.mu.Unlock()
+	for _, reason := range slices.Sorted(maps.Keys(pending)) {
+		a.events.warning(reason, pending[reason])
+	}
 }
 
 func (a *allocator) clearBackoff() {

@@ -103,3 +103,28 @@ func TestLimitRefusalsAreOneEvent(t *testing.T) {
 	h.sc.events.flush(5 * time.Second)
 	waitEvent(t, h.client, "ExecutorLimit", func(e corev1.Event) bool { return e.Count == 1 })
 }
+
+// Refusals a backoff period kept from the Event are counted in it before
+// the sidecar exits: Spark 4.x may give up within one period.
+func TestUnreportedRefusalsAreCountedAtExit(t *testing.T) {
+	h := start(t, "limits: {maxExecutors: 1}\n")
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(1)); code != http.StatusCreated {
+		t.Fatalf("first executor: %d %s", code, body)
+	}
+	h.waitListed("spark-role%3Dexecutor", 1)
+	for i := 2; i <= 4; i++ {
+		if code, _ := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(i)); code != http.StatusForbidden {
+			t.Fatalf("executor %d: %d, want 403", i, code)
+		}
+	}
+	h.sc.events.flush(5 * time.Second)
+	waitEvent(t, h.client, "ExecutorLimit", func(e corev1.Event) bool { return e.Count == 1 })
+	h.sc.api.alloc.reportUnreported()
+	h.sc.events.flush(5 * time.Second)
+	waitEvent(t, h.client, "ExecutorLimit", func(e corev1.Event) bool { return e.Count == 2 })
+	h.sc.api.alloc.reportUnreported() // nothing left to report
+	h.sc.events.flush(5 * time.Second)
+	if ev := waitEvent(t, h.client, "ExecutorLimit", func(corev1.Event) bool { return true }); ev.Count != 2 {
+		t.Errorf("count %d after a second report with nothing pending, want 2", ev.Count)
+	}
+}

@@ -71,6 +71,9 @@ func cleanup(ctx context.Context, client kubernetes.Interface, namespace, appID 
 
 // cleanupAndReport runs cleanup within timeout and records the outcome.
 func (s *Sidecar) cleanupAndReport(why string) error {
+	if s.api != nil && s.api.alloc != nil {
+		s.api.alloc.reportUnreported()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CleanupTimeout)
 	defer cancel()
 	start := time.Now()
