@@ -166,7 +166,7 @@ func injectDocument(doc []byte, opts Options) (*output, []string, error) {
 	}
 	obj, ok := v.(map[string]any)
 	if !ok {
-		return nil, nil, fmt.Errorf("want an object with apiVersion and kind, got %s", describeJSON(v))
+		return nil, nil, fmt.Errorf("want an object with apiVersion and kind, got %s", policy.JSONKind(v))
 	}
 	kind, _ := obj["kind"].(string)
 	if kind == "" {
@@ -178,7 +178,7 @@ func injectDocument(doc []byte, opts Options) (*output, []string, error) {
 		for i, it := range items {
 			item, ok := it.(map[string]any)
 			if !ok {
-				return nil, nil, fmt.Errorf("items[%d]: want an object, got %s", i, describeJSON(it))
+				return nil, nil, fmt.Errorf("items[%d]: want an object, got %s", i, policy.JSONKind(it))
 			}
 			changed, refusal, err := injectObject(item, opts)
 			if err != nil {
@@ -315,20 +315,6 @@ func describe(kind string, meta map[string]any) string {
 		}
 	}
 	return strings.ToLower(kind) + "/" + name
-}
-
-func describeJSON(v any) string {
-	switch v.(type) {
-	case []any:
-		return "a list"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	case bool:
-		return "a boolean"
-	}
-	return fmt.Sprintf("%T", v)
 }
 
 func lookup(obj map[string]any, path []string) any {

@@ -29,7 +29,7 @@ func Parse(data []byte, version string) (*Policy, error) {
 	}
 	obj, ok := raw.(map[string]any)
 	if !ok {
-		return nil, fmt.Errorf("policy: the document must be a mapping, got %s", jsonKind(raw))
+		return nil, fmt.Errorf("policy: the document must be a mapping, got %s", JSONKind(raw))
 	}
 	literals, err := scanYAML(data)
 	if err != nil {
@@ -143,7 +143,9 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-func jsonKind(v any) string {
+// JSONKind names the kind of a decoded JSON value for an error message:
+// "a list", "a string", "a number", "a boolean" or "a mapping".
+func JSONKind(v any) string {
 	switch v.(type) {
 	case []any:
 		return "a list"

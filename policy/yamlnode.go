@@ -102,7 +102,7 @@ func confValuesAsStrings(raw map[string]any, literals map[string]map[string]stri
 					m[k] = lit
 				}
 			default:
-				problems = append(problems, fmt.Sprintf("%s.%s: want a string, number or boolean, got %s; Spark reads every value as one string", path, k, jsonKind(v)))
+				problems = append(problems, fmt.Sprintf("%s.%s: want a string, number or boolean, got %s; Spark reads every value as one string", path, k, JSONKind(v)))
 			}
 		}
 	}
