@@ -297,18 +297,7 @@ func TestBadValuesAreRefused(t *testing.T) {
 		{[]string{"driver.serviceAccountName="}, "serviceAccountName"},
 		{[]string{"tls.certManager.issuerRef.kind=ClusterIssuer"}, "issuerRef"},
 	} {
-		args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", kubeVersion}
-		for _, s := range tc.set {
-			args = append(args, "--set", s)
-		}
-		out, err := exec.Command(helm(t), args...).CombinedOutput()
-		if err == nil {
-			t.Errorf("--set %v rendered without error", tc.set)
-			continue
-		}
-		if !strings.Contains(string(out), tc.want) {
-			t.Errorf("--set %v: error does not name %s:\n%s", tc.set, tc.want, out)
-		}
+		checkRefused(t, tc.set, tc.want, "--kube-version", kubeVersion)
 	}
 }
 
@@ -883,5 +872,23 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		if got.Status.Allowed != ch.allowed {
 			t.Errorf("%s %s %s/%s %q in %q: allowed %v, want %v", ch.user, ch.verb, ch.group, ch.resource, ch.nm, ch.ns, got.Status.Allowed, ch.allowed)
 		}
+	}
+}
+
+// checkRefused renders the chart with the --set values and extra helm
+// flags, and wants helm to refuse them with a message containing want.
+func checkRefused(t *testing.T, set []string, want string, flags ...string) {
+	t.Helper()
+	args := append([]string{"template", release, "sparklet", "--namespace", releaseNS}, flags...)
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := exec.Command(helm(t), args...).CombinedOutput()
+	if err == nil {
+		t.Errorf("--set %v rendered without error", set)
+		return
+	}
+	if !strings.Contains(string(out), want) {
+		t.Errorf("--set %v: error does not name %s:\n%s", set, want, out)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os/exec"
 	"reflect"
 	"strings"
 	"testing"
@@ -120,18 +119,7 @@ func TestBadFlowControlValuesAreRefused(t *testing.T) {
 		{[]string{"namespaces.list={team-a}", "flowControl.queuing.queues=4", "flowControl.queuing.handSize=5"}, "flowControl.queuing.handSize (5) must not exceed flowControl.queuing.queues (4)"},
 		{[]string{"flowControl.queueLengthLimit=10"}, "queueLengthLimit"},
 	} {
-		args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", kubeVersion}
-		for _, s := range tc.set {
-			args = append(args, "--set", s)
-		}
-		out, err := exec.Command(helm(t), args...).CombinedOutput()
-		if err == nil {
-			t.Errorf("--set %v rendered without error", tc.set)
-			continue
-		}
-		if !strings.Contains(string(out), tc.want) {
-			t.Errorf("--set %v: error does not name %s:\n%s", tc.set, tc.want, out)
-		}
+		checkRefused(t, tc.set, tc.want, "--kube-version", kubeVersion)
 	}
 	run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", "testdata/flow-control.yaml")
 }
