@@ -39,6 +39,11 @@ image: $(BIN)/sparklet
 cluster-binaries:
 	@hack/cluster/build.sh $(BIN)
 
+# Kueue and its CRDs (bin/kueue, bin/kueue-crds), for e2e/queue.
+.PHONY: kueue-binary
+kueue-binary:
+	@hack/kueue/build.sh $(BIN)
+
 # helm, for the chart tests.
 helm-binary:
 	@hack/helm/build.sh $(BIN)
@@ -58,7 +63,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries helm-binary python-client spark-dists
+test: build cluster-binaries helm-binary kueue-binary python-client spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
 
