@@ -18,7 +18,6 @@ export GONOSUMDB=sigs.k8s.io/scheduler-library GOFLAGS=-mod=mod CGO_ENABLED=0
 start=$(date +%s)
 cd "$here"
 version=$(go list -m -f '{{.Version}}' sigs.k8s.io/kueue)
-dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
 echo "building kueue $version into $bin (first build takes several minutes)"
 rm -f "$bin/kueue"
 go build -trimpath -o "$bin/kueue" -ldflags "-s -w \
@@ -26,6 +25,12 @@ go build -trimpath -o "$bin/kueue" -ldflags "-s -w \
   -X sigs.k8s.io/kueue/pkg/version.GitCommit=module-$version \
   -X sigs.k8s.io/kueue/pkg/version.BuildDate=1970-01-01T00:00:00Z" \
   sigs.k8s.io/kueue/cmd/kueue
+# The CRD bases ship in the module, which the build has downloaded.
+dir=$(go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+if [ -z "$dir" ] || [ ! -d "$dir/config/components/crd/bases" ]; then
+  echo "kueue: no CRD bases in the module directory ${dir:-(not downloaded)}" >&2
+  exit 1
+fi
 rm -rf "$bin/kueue-crds" && mkdir -p "$bin/kueue-crds"
 cp "$dir"/config/components/crd/bases/*.yaml "$bin/kueue-crds/"
 chmod -R u+w "$bin/kueue-crds"

@@ -109,32 +109,41 @@ func (k *Kueue) Workloads(ctx context.Context, ns string) ([]KueueWorkload, erro
 		return nil, fmt.Errorf("list Workloads in %s: %w", ns, err)
 	}
 	var out []KueueWorkload
-	for _, item := range list.Items {
-		w := KueueWorkload{Name: item.GetName(), Usage: corev1.ResourceList{}}
-		for _, o := range item.GetOwnerReferences() {
-			if o.Kind == "Pod" {
-				w.Pod = o.Name
-			}
-		}
-		w.Queue, _, _ = unstructured.NestedString(item.Object, "spec", "queueName")
-		w.ClusterQueue, _, _ = unstructured.NestedString(item.Object, "status", "admission", "clusterQueue")
-		conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
-		for _, c := range conds {
-			if m, ok := c.(map[string]any); ok && m["type"] == "Admitted" && m["status"] == "True" {
-				w.Admitted = true
-			}
-		}
-		sets, _, _ := unstructured.NestedSlice(item.Object, "status", "admission", "podSetAssignments")
-		for _, s := range sets {
-			m, _ := s.(map[string]any)
-			usage, _, _ := unstructured.NestedStringMap(m, "resourceUsage")
-			if err := addQuantities(w.Usage, usage); err != nil {
-				return nil, fmt.Errorf("workload %s: %w", w.Name, err)
-			}
+	for i := range list.Items {
+		w, err := workloadOf(&list.Items[i])
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, w)
 	}
 	return out, nil
+}
+
+// workloadOf reads a Workload.
+func workloadOf(item *unstructured.Unstructured) (KueueWorkload, error) {
+	w := KueueWorkload{Name: item.GetName(), Usage: corev1.ResourceList{}}
+	for _, o := range item.GetOwnerReferences() {
+		if o.Kind == "Pod" {
+			w.Pod = o.Name
+		}
+	}
+	w.Queue, _, _ = unstructured.NestedString(item.Object, "spec", "queueName")
+	w.ClusterQueue, _, _ = unstructured.NestedString(item.Object, "status", "admission", "clusterQueue")
+	conds, _, _ := unstructured.NestedSlice(item.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Admitted" && m["status"] == "True" {
+			w.Admitted = true
+		}
+	}
+	sets, _, _ := unstructured.NestedSlice(item.Object, "status", "admission", "podSetAssignments")
+	for _, s := range sets {
+		m, _ := s.(map[string]any)
+		usage, _, _ := unstructured.NestedStringMap(m, "resourceUsage")
+		if err := addQuantities(w.Usage, usage); err != nil {
+			return w, fmt.Errorf("workload %s: %w", w.Name, err)
+		}
+	}
+	return w, nil
 }
 
 // ClusterQueueUsage is what ClusterQueue name's status counts as used
