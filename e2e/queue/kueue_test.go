@@ -147,21 +147,25 @@ func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	var waiting string
+	var seen, gated, running int
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		execs, err := executors(ctx, first)
-		if err != nil || len(execs) != 3 {
+		if err != nil {
 			return false, err
 		}
-		gated := 0
+		seen, gated, running = len(execs), 0, 0
 		for _, p := range execs {
 			if schedulers.KueueGated(&p) {
 				gated, waiting = gated+1, p.Name
 			}
+			if p.Status.Phase == corev1.PodRunning {
+				running++
+			}
 		}
-		return gated == 1, nil
+		return seen == 3 && gated == 1, nil
 	})
 	if err != nil {
-		t.Fatalf("want 3 executors of which 1 gated: %v", err)
+		t.Fatalf("want 3 executors of which 1 gated, got %d of which %d gated and %d running: %v", seen, gated, running, err)
 	}
 	execs, err := executors(ctx, first)
 	if err != nil {
