@@ -34,6 +34,7 @@ const (
 	kueuePriorityClass       = "kueue.x-k8s.io/priority-class"
 	kueueManaged             = "kueue.x-k8s.io/managed"
 	kueueSuspendingParent    = "kueue.x-k8s.io/pod-suspending-parent"
+	kueueAdmissionGate       = "kueue.x-k8s.io/admission"
 	// The task groups of a Spark application, as YuniKorn's gang
 	// scheduling guide names them for Spark.
 	driverTaskGroup   = "spark-driver"
@@ -196,10 +197,7 @@ func applyScheduling(pod *corev1.Pod, p *plan, _ *Status) error {
 			return err
 		}
 	case policy.SchedulerKueue:
-		pod.Labels[kueueQueueName] = s.Queue
-		if s.PriorityClassName != "" {
-			pod.Labels[kueuePriorityClass] = s.PriorityClassName
-		}
+		stampKueueDriver(pod, *s)
 	}
 	b, err := json.Marshal(rec)
 	if err != nil {
@@ -207,6 +205,29 @@ func applyScheduling(pod *corev1.Pod, p *plan, _ *Status) error {
 	}
 	setAnnotation(pod, AnnotationScheduling, string(b))
 	return nil
+}
+
+// stampKueueDriver puts the driver in its LocalQueue and gates it until
+// Kueue admits it. Kueue's webhook gates a pod that carries the queue
+// label (PodWebhook.Default in kueue v0.19.2
+// pkg/controller/jobs/pod/pod_webhook.go), but it runs before sparklet's:
+// the API server calls mutating webhook configurations in name order, and
+// Kueue's is not re-invoked by default (reinvocationPolicy Never). So it
+// does not see a label sparklet adds. The gate and the managed label make
+// the driver wait for Kueue either way instead of running outside the
+// quota; Kueue's own gating leaves them as they are.
+func stampKueueDriver(pod *corev1.Pod, s policy.Scheduling) {
+	pod.Labels[kueueQueueName] = s.Queue
+	pod.Labels[kueueManaged] = "true"
+	if s.PriorityClassName != "" {
+		pod.Labels[kueuePriorityClass] = s.PriorityClassName
+	}
+	for _, g := range pod.Spec.SchedulingGates {
+		if g.Name == kueueAdmissionGate {
+			return
+		}
+	}
+	pod.Spec.SchedulingGates = append(pod.Spec.SchedulingGates, corev1.PodSchedulingGate{Name: kueueAdmissionGate})
 }
 
 // taskGroup is one of YuniKorn's task groups, as the shim decodes the

@@ -99,6 +99,18 @@ func TestKueueDriver(t *testing.T) {
 	if pod.Spec.SchedulerName != "" {
 		t.Errorf("kueue changed the scheduler to %q", pod.Spec.SchedulerName)
 	}
+	// Kueue's webhook runs before sparklet's and does not see the label:
+	// the driver is gated for Kueue all the same, once.
+	if pod.Labels[kueueManaged] != "true" || len(pod.Spec.SchedulingGates) != 1 || pod.Spec.SchedulingGates[0].Name != kueueAdmissionGate {
+		t.Errorf("driver not gated for Kueue: labels %v, gates %v", pod.Labels, pod.Spec.SchedulingGates)
+	}
+	again := pod.DeepCopy()
+	if _, err := inject(t, again, mustPolicy(t, "scheduling:\n  batchScheduler: kueue\n  priorityClassName: batch-low\n")); err != nil {
+		t.Fatal(err)
+	}
+	if len(again.Spec.SchedulingGates) != 1 {
+		t.Errorf("gates after a second injection: %v", again.Spec.SchedulingGates)
+	}
 	if _, ok := pod.Annotations[yunikornTaskGroups]; ok {
 		t.Error("a kueue driver got YuniKorn task groups")
 	}
