@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,34 +33,26 @@ const (
 )
 
 // testPolicy is sparklet's policy for this package: the driver service
-// account, and Kueue's fields written through the policy's enforced
-// labels and annotations: on the executors the sidecar creates in
-// kueue-apps, on the drivers the webhook admits in kueue-order.
+// account the namespaces get. Nothing of Kueue's is in it: the webhook and
+// the sidecar write Kueue's fields from the driver's annotations.
 const testPolicy = `driver:
   defaults:
     serviceAccountName: spark-driver
-namespaces:
-  kueue-apps:
-    executor:
-      enforced:
-        labels:
-          kueue.x-k8s.io/queue-name: spark
-          kueue.x-k8s.io/managed: "true"
-        annotations:
-          kueue.x-k8s.io/pod-suspending-parent: spark-driver
-  kueue-order:
-    driver:
-      enforced:
-        labels:
-          kueue.x-k8s.io/queue-name: spark
 `
 
-// kueueDriver is the example driver pod, opted into Kueue's LocalQueue.
+// kueueDriver is examples/kueue-driver.yaml, named name: a driver that
+// asks for Kueue's LocalQueue spark through sparklet's annotations alone.
 func kueueDriver(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	pod := fixtures.LoadPod(t, "../../examples/spark-pi-pod.yaml")
+	pod := fixtures.LoadPod(t, "../../examples/kueue-driver.yaml")
 	pod.Name = name
-	pod.Labels[schedulers.KueueQueueLabel] = localQueue
+	if pod.Annotations[patches.AnnotationBatchScheduler] != "kueue" || pod.Annotations[patches.AnnotationQueue] != localQueue {
+		t.Fatalf("examples/kueue-driver.yaml asks for %q, queue %q; the test wants kueue, %q",
+			pod.Annotations[patches.AnnotationBatchScheduler], pod.Annotations[patches.AnnotationQueue], localQueue)
+	}
+	if _, ok := pod.Labels[schedulers.KueueQueueLabel]; ok {
+		t.Fatalf("examples/kueue-driver.yaml carries Kueue's label itself; the test wants sparklet to write it")
+	}
 	return pod
 }
 
@@ -208,7 +201,8 @@ func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 }
 
 // createGatedDriver creates a driver through the admission chain and
-// checks that both sparklet's and Kueue's webhooks changed it.
+// checks that sparklet's webhook put it in the LocalQueue and that
+// Kueue's webhook, called again after sparklet's, took it (its finalizer).
 func createGatedDriver(ctx context.Context, t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	pod, err := env.Client.CoreV1().Pods(kueueNS).Create(ctx, kueueDriver(t, name), metav1.CreateOptions{})
@@ -221,8 +215,8 @@ func createGatedDriver(ctx context.Context, t *testing.T, name string) *corev1.P
 	if pod.Labels[schedulers.KueueQueueLabel] != localQueue {
 		t.Fatalf("driver %s: label %s = %q, want %q", name, schedulers.KueueQueueLabel, pod.Labels[schedulers.KueueQueueLabel], localQueue)
 	}
-	if !schedulers.KueueGated(pod) || pod.Labels[schedulers.KueueManagedLabel] != "true" {
-		t.Fatalf("driver %s was not taken by Kueue's webhook: gates %v, labels %v", name, pod.Spec.SchedulingGates, pod.Labels)
+	if !schedulers.KueueGated(pod) || pod.Labels[schedulers.KueueManagedLabel] != "true" || !slices.Contains(pod.Finalizers, schedulers.KueueFinalizer) {
+		t.Fatalf("driver %s was not taken by Kueue's webhook: gates %v, labels %v, finalizers %v", name, pod.Spec.SchedulingGates, pod.Labels, pod.Finalizers)
 	}
 	return pod
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +18,11 @@ import (
 	"github.com/sparklet/sparklet/test/schedulers"
 )
 
-// TestKueueSparkPi runs examples/spark-pi-pod.yaml with stock Spark under
-// Kueue: the driver, opted into a LocalQueue, is gated by Kueue's webhook
-// and admitted against the ClusterQueue's quota; each executor the
-// sidecar creates is its own Workload, admitted into the same ClusterQueue
-// before it runs; the job completes.
+// TestKueueSparkPi runs examples/kueue-driver.yaml with stock Spark under
+// Kueue: the driver, opted into the LocalQueue spark by sparklet's
+// annotations, is gated and admitted against the ClusterQueue's quota;
+// each executor the sidecar creates is its own Workload, admitted into the
+// same ClusterQueue before it runs; the job completes.
 func TestKueueSparkPi(t *testing.T) {
 	d := dists[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -43,10 +44,9 @@ func TestKueueSparkPi(t *testing.T) {
 	}
 
 	var pod corev1.Pod
-	if err := yaml.Unmarshal(example(t, "spark-pi-pod.yaml", d), &pod); err != nil {
+	if err := yaml.Unmarshal(example(t, "kueue-driver.yaml", d), &pod); err != nil {
 		t.Fatal(err)
 	}
-	pod.Labels[schedulers.KueueQueueLabel] = "spark"
 
 	// Room for the driver and its two executors (of at most one core and
 	// 2 GiB each).
@@ -75,8 +75,8 @@ func TestKueueSparkPi(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !schedulers.KueueGated(created) {
-		t.Fatalf("driver not gated by Kueue: gates %v, labels %v", created.Spec.SchedulingGates, created.Labels)
+	if !schedulers.KueueGated(created) || created.Labels[schedulers.KueueQueueLabel] != "spark" || !slices.Contains(created.Finalizers, schedulers.KueueFinalizer) {
+		t.Fatalf("driver not queued for Kueue: gates %v, labels %v, finalizers %v", created.Spec.SchedulingGates, created.Labels, created.Finalizers)
 	}
 	done := waitPod(t, ns, pod.Name, "finished", 6*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 	driverLog := log(ns, pod.Name, "spark")

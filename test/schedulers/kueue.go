@@ -257,10 +257,6 @@ func (k *Kueue) Stop() {
 	}
 }
 
-// kueueFinalizer is the finalizer Kueue's pod integration puts on pods it
-// manages (pkg/controller/jobs/pod/constants, v0.19.2).
-const kueueFinalizer = "kueue.x-k8s.io/managed"
-
 func (k *Kueue) releasePods(ctx context.Context, ns string) error {
 	pods, err := k.client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -270,7 +266,7 @@ func (k *Kueue) releasePods(ctx context.Context, ns string) error {
 	for _, p := range pods.Items {
 		var keep []string
 		for _, f := range p.Finalizers {
-			if f != kueueFinalizer {
+			if f != KueueFinalizer {
 				keep = append(keep, f)
 			}
 		}

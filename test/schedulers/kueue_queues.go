@@ -18,6 +18,8 @@ const (
 	KueueQueueLabel   = "kueue.x-k8s.io/queue-name"
 	KueueManagedLabel = "kueue.x-k8s.io/managed"
 	KueueGate         = "kueue.x-k8s.io/admission"
+	// KueueFinalizer is what Kueue's webhook puts on a pod it takes.
+	KueueFinalizer = "kueue.x-k8s.io/managed"
 )
 
 func kueueResource(name string) schema.GroupVersionResource {
