@@ -210,29 +210,39 @@ func (k *Kueue) ManageNamespace(ctx context.Context, ns string) error {
 	return nil
 }
 
-// waitGating waits until a dry-run pod with a queue name comes back
+// kueueProbeNamespace is a namespace Kueue manages, where dry-run pods
+// show whether the API server calls Kueue's webhook.
+const kueueProbeNamespace = "kueue-probe"
+
+// probeGated reports whether a dry-run pod with a queue name comes back
 // gated: the API server calls Kueue's mutating pod webhook.
-func (k *Kueue) waitGating(ctx context.Context) error {
-	ns := "kueue-probe"
-	if _, err := k.client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	if err := k.ManageNamespace(ctx, ns); err != nil {
-		return err
-	}
+func (k *Kueue) probeGated(ctx context.Context) (bool, error) {
 	probe := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{KueueQueueLabel: "probe"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
 	}
+	got, err := k.client.CoreV1().Pods(kueueProbeNamespace).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return false, err
+	}
+	return KueueGated(got), nil
+}
+
+// waitGating waits until the API server calls Kueue's webhook.
+func (k *Kueue) waitGating(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: kueueProbeNamespace}}
+	if _, err := k.client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	if err := k.ManageNamespace(ctx, kueueProbeNamespace); err != nil {
+		return err
+	}
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		// The default service account appears shortly after the namespace.
-		got, err := k.client.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			last = err
-			return false, nil
-		}
-		return KueueGated(got), nil
+		gated, err := k.probeGated(ctx)
+		last = err
+		return gated, nil
 	})
 	if err != nil {
 		return fmt.Errorf("the API server does not get pods gated by Kueue's webhook (last error: %v): %w\n%s", last, err, k.LogTail(30))
@@ -240,14 +250,26 @@ func (k *Kueue) waitGating(ctx context.Context) error {
 	return nil
 }
 
-// Stop removes Kueue's webhook configurations first, so that no pod
-// creation waits on a stopped Kueue, then stops Kueue and removes its
-// finalizer from the pods of the namespaces it managed, so that they can
-// be deleted.
+// Stop removes Kueue's webhook configurations and waits until the API
+// server no longer calls them, so that no pod creation waits on a stopped
+// Kueue; then it stops Kueue and removes its finalizer from the pods of the
+// namespaces it managed, so that they can be deleted. A control plane that
+// is already gone leaves only the process to stop.
 func (k *Kueue) Stop() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	k.unregisterWebhooks(ctx)
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		gated, err := k.probeGated(ctx)
+		var status apierrors.APIStatus
+		if apierrors.IsNotFound(err) {
+			return true, nil // never got as far as the probe namespace
+		}
+		if err != nil && !errors.As(err, &status) {
+			return false, err // the API server is gone
+		}
+		return err == nil && !gated, nil
+	})
 	if k.cmd != nil {
 		cluster.Terminate(k.cmd.Process.Pid, k.exited)
 		k.cmd = nil
