@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -58,8 +59,9 @@ func kueueDriver(t *testing.T, name string) *corev1.Pod {
 
 // A Kueue ClusterQueue whose quota holds one application (a driver and two
 // executors) admits the driver and then each executor as its own Workload,
-// counted in the ClusterQueue's usage; a third executor, and a second
-// application's driver, wait gated until the first application ends.
+// counted in the ClusterQueue's usage; a third executor waits gated until
+// dynamic allocation releases one, and a second application's driver waits
+// gated until the first application ends.
 func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -179,9 +181,30 @@ func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 	}
 	requireQueue(ctx, t, wantAdmitted, []string{waiting}, 3, 1)
 
+	// Dynamic allocation releases a running executor: its quota goes to
+	// the waiting one.
+	var released corev1.Pod
+	for _, p := range execs {
+		if p.Name != waiting {
+			released = p
+		}
+	}
+	id, err := strconv.Atoi(released.Labels["spark-exec-id"])
+	if err != nil {
+		t.Fatalf("executor %s: spark-exec-id %q", released.Name, released.Labels["spark-exec-id"])
+	}
+	if err := jvm.KillExecutors(ctx, []int{id}); err != nil {
+		t.Fatal(err)
+	}
+	wantAdmitted = slices.DeleteFunc(append(wantAdmitted, waiting), func(name string) bool { return name == released.Name })
+	requireQueue(ctx, t, wantAdmitted, nil, 3, 0)
+	if err := jvm.WaitRunning(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+
 	// A second application's driver waits: no quota is left.
 	second := createGatedDriver(ctx, t, "app-2")
-	requireQueue(ctx, t, wantAdmitted, []string{waiting, second.Name}, 3, 2)
+	requireQueue(ctx, t, wantAdmitted, []string{second.Name}, 3, 1)
 	if p, err := env.Client.CoreV1().Pods(kueueNS).Get(ctx, second.Name, metav1.GetOptions{}); err != nil || !schedulers.KueueGated(p) || p.Spec.NodeName != "" {
 		t.Fatalf("the second driver should wait gated and unscheduled (err %v)", err)
 	}
