@@ -18,7 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+var kueueCRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // KueueVersion is the only version of Kueue's API the harness installs
 // and uses: its CRDs serve it alone, so no conversion webhook is needed.
@@ -34,18 +34,18 @@ func (k *Kueue) installCRDs(ctx context.Context) error {
 	}
 	var names []string
 	for _, f := range files {
-		crd, err := onlyVersion(f, KueueVersion)
+		crd, err := kueueCRDVersion(f, KueueVersion)
 		if err != nil {
 			return err
 		}
-		if _, err := k.dyn.Resource(crdResource).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := k.dyn.Resource(kueueCRDs).Create(ctx, crd, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create CRD %s: %w", crd.GetName(), err)
 		}
 		names = append(names, crd.GetName())
 	}
 	for _, name := range names {
 		err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-			crd, err := k.dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+			crd, err := k.dyn.Resource(kueueCRDs).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
 				return false, nil
 			}
@@ -64,9 +64,9 @@ func (k *Kueue) installCRDs(ctx context.Context) error {
 	return nil
 }
 
-// onlyVersion reads a CRD and keeps only its version version, as the
+// kueueCRDVersion reads a CRD and keeps only its version version, as the
 // storage version.
-func onlyVersion(file, version string) (*unstructured.Unstructured, error) {
+func kueueCRDVersion(file, version string) (*unstructured.Unstructured, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err

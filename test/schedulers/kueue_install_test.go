@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
-func TestOnlyVersionKeepsV1beta2Alone(t *testing.T) {
+func TestKueueCRDVersionKeepsV1beta2Alone(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "crd.yaml")
 	crd := `apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -22,7 +22,7 @@ spec:
 	if err := os.WriteFile(file, []byte(crd), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := onlyVersion(file, KueueVersion)
+	got, err := kueueCRDVersion(file, KueueVersion)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ spec:
 	if _, found, _ := unstructured.NestedFieldNoCopy(got.Object, "spec", "conversion"); found {
 		t.Error("spec.conversion kept: it names a conversion webhook the harness does not run")
 	}
-	if _, err := onlyVersion(file, "v1"); err == nil {
+	if _, err := kueueCRDVersion(file, "v1"); err == nil {
 		t.Error("a CRD without the version was accepted")
 	}
 }

@@ -112,7 +112,7 @@ func (k *Kueue) Workloads(ctx context.Context, ns string) ([]KueueWorkload, erro
 	}
 	var out []KueueWorkload
 	for i := range list.Items {
-		w, err := workloadOf(&list.Items[i])
+		w, err := kueueWorkloadOf(&list.Items[i])
 		if err != nil {
 			return nil, err
 		}
@@ -121,8 +121,8 @@ func (k *Kueue) Workloads(ctx context.Context, ns string) ([]KueueWorkload, erro
 	return out, nil
 }
 
-// workloadOf reads a Workload.
-func workloadOf(item *unstructured.Unstructured) (KueueWorkload, error) {
+// kueueWorkloadOf reads a Workload.
+func kueueWorkloadOf(item *unstructured.Unstructured) (KueueWorkload, error) {
 	w := KueueWorkload{Name: item.GetName(), Usage: corev1.ResourceList{}}
 	for _, o := range item.GetOwnerReferences() {
 		if o.Kind == "Pod" {
@@ -141,7 +141,7 @@ func workloadOf(item *unstructured.Unstructured) (KueueWorkload, error) {
 	for _, s := range sets {
 		m, _ := s.(map[string]any)
 		usage, _, _ := unstructured.NestedStringMap(m, "resourceUsage")
-		if err := addQuantities(w.Usage, usage); err != nil {
+		if err := addKueueQuantities(w.Usage, usage); err != nil {
 			return w, fmt.Errorf("workload %s: %w", w.Name, err)
 		}
 	}
@@ -165,7 +165,7 @@ func (k *Kueue) ClusterQueueUsage(ctx context.Context, name string) (used corev1
 			rm, _ := r.(map[string]any)
 			name, _ := rm["name"].(string)
 			total, _ := rm["total"].(string)
-			if err := addQuantities(used, map[string]string{name: total}); err != nil {
+			if err := addKueueQuantities(used, map[string]string{name: total}); err != nil {
 				return nil, 0, 0, fmt.Errorf("ClusterQueue %s: %w", cq.GetName(), err)
 			}
 		}
@@ -175,7 +175,7 @@ func (k *Kueue) ClusterQueueUsage(ctx context.Context, name string) (used corev1
 	return used, admitted, pending, nil
 }
 
-func addQuantities(into corev1.ResourceList, add map[string]string) error {
+func addKueueQuantities(into corev1.ResourceList, add map[string]string) error {
 	for name, v := range add {
 		q, err := resource.ParseQuantity(v)
 		if err != nil {

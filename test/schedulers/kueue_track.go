@@ -45,7 +45,7 @@ func (a *KueueAdmissions) observe(obj any) {
 	if !ok {
 		return
 	}
-	w, err := workloadOf(u)
+	w, err := kueueWorkloadOf(u)
 	if err != nil || !w.Admitted || w.Pod == "" {
 		return
 	}
