@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -28,14 +29,14 @@ func TestKueueSparkPi(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	kueue, err := schedulers.StartKueue(ctx, schedulers.KueueOptions{
-		BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: t.TempDir(), Cluster: env.Cluster})
+		BinDir: os.Getenv("SPARKLET_BIN_DIR"), Dir: filepath.Join(filepath.Dir(env.Cluster.Dir()), "kueue"), Cluster: env.Cluster})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(kueue.Stop)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("Kueue log:\n%s", kueue.LogTail(40))
+			t.Logf("Kueue log (%s):\n%s", kueue.LogFile(), kueue.LogTail(40))
 		}
 	})
 	ns := namespace(t)
