@@ -106,7 +106,9 @@ type gangWatch struct {
 	mu    sync.Mutex
 	pods  map[string]*corev1.Pod
 	bound map[string]binding // by driver pod name
-	stop  chan struct{}
+	// placeholders are the names of every placeholder seen, by application.
+	placeholders map[string]map[string]bool
+	stop         chan struct{}
 }
 
 // binding is what the watch saw when a driver was first bound to a node.
@@ -120,7 +122,7 @@ type binding struct {
 
 func watchGangs(t *testing.T, ns string) *gangWatch {
 	t.Helper()
-	w := &gangWatch{pods: map[string]*corev1.Pod{}, bound: map[string]binding{}, stop: make(chan struct{})}
+	w := &gangWatch{pods: map[string]*corev1.Pod{}, bound: map[string]binding{}, placeholders: map[string]map[string]bool{}, stop: make(chan struct{})}
 	factory := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns))
 	inf := factory.Core().V1().Pods().Informer()
 	// One handler: its notifications arrive one at a time, in order.
@@ -155,6 +157,13 @@ func (w *gangWatch) observe(pod *corev1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pods[pod.Name] = pod
+	if isPlaceholder(pod) {
+		app := appOf(pod)
+		if w.placeholders[app] == nil {
+			w.placeholders[app] = map[string]bool{}
+		}
+		w.placeholders[app][pod.Name] = true
+	}
 	if pod.Labels["spark-role"] != "driver" || pod.Spec.NodeName == "" {
 		return
 	}
@@ -189,6 +198,14 @@ func (w *gangWatch) boundAt(driver string) (binding, bool) {
 	defer w.mu.Unlock()
 	b, ok := w.bound[driver]
 	return b, ok
+}
+
+// placeholdersSeen counts the placeholders of an application seen so far,
+// replaced ones included.
+func (w *gangWatch) placeholdersSeen(app string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.placeholders[app])
 }
 
 // nodeUse sums the requests of the pods holding node.

@@ -78,7 +78,7 @@ func TestYuniKornGangs(t *testing.T) {
 	apps := make([]*app, 3)
 	for i := range apps {
 		apps[i] = submit(ctx, t, dry, ns, fmt.Sprintf("spark-%d", i+1))
-		apps[i].waitPlaceholders(ctx)
+		apps[i].waitPlaceholders(ctx, watch)
 	}
 
 	for _, a := range apps[:2] {
@@ -320,11 +320,10 @@ func (a *app) placeholders(ctx context.Context) (all, bound int, err error) {
 
 // waitPlaceholders waits until YuniKorn has created the gang's
 // placeholders: one for the driver and one per executor.
-func (a *app) waitPlaceholders(ctx context.Context) {
+func (a *app) waitPlaceholders(ctx context.Context, w *gangWatch) {
 	a.t.Helper()
-	poll(ctx, a.t, a.name+"'s placeholders", 2*time.Minute, func(ctx context.Context) (bool, error) {
-		all, _, err := a.placeholders(ctx)
-		return err == nil && all == 1+executors, nil
+	poll(ctx, a.t, a.name+"'s placeholders", 2*time.Minute, func(context.Context) (bool, error) {
+		return w.placeholdersSeen(a.appID) == 1+executors, nil
 	})
 }
 
