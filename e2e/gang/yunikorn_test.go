@@ -61,7 +61,11 @@ func TestYuniKornGangs(t *testing.T) {
 	}
 	useOnlyNode(ctx, t, corev1.ResourceList{corev1.ResourceCPU: room(cpu), corev1.ResourceMemory: room(memory), corev1.ResourcePods: resource.MustParse("110")})
 
-	watch := watchGangs(t, ns)
+	watch, err := schedulers.WatchGangs(ctx, env.Client, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Stop()
 	yk, err := schedulers.StartYuniKorn(ctx, env.Cluster, os.Getenv("SPARKLET_BIN_DIR"))
 	if err != nil {
 		t.Fatal(err)
@@ -96,22 +100,22 @@ func TestYuniKornGangs(t *testing.T) {
 	third.waitDriverRunning(ctx)
 	third.runExecutors(ctx)
 	requireWithinNode(t, watch)
-	if b, _ := watch.boundAt(third.name); b.at.Before(finished) {
-		t.Errorf("driver %s was bound at %s, before %s finished at %s", third.name, b.at.Format(time.StampMilli), first.name, finished.Format(time.StampMilli))
+	if b, _ := watch.BoundAt(third.name); b.At.Before(finished) {
+		t.Errorf("driver %s was bound at %s, before %s finished at %s", third.name, b.At.Format(time.StampMilli), first.name, finished.Format(time.StampMilli))
 	}
 	second.requireExecutorsRunning(ctx)
 
 	for _, a := range apps {
-		b, ok := watch.boundAt(a.name)
+		b, ok := watch.BoundAt(a.name)
 		switch {
 		case !ok:
 			t.Errorf("driver %s: the watch never saw it bound", a.name)
-		case len(b.problems) > 0:
-			t.Errorf("driver %s: %s", a.name, strings.Join(b.problems, "; "))
-		case b.holding < b.minimum:
-			t.Errorf("driver %s was bound to %s while %d of its %d executor placeholders held a node", a.name, b.node, b.holding, b.minimum)
+		case len(b.Problems) > 0:
+			t.Errorf("driver %s: %s", a.name, strings.Join(b.Problems, "; "))
+		case b.Holding < b.Minimum:
+			t.Errorf("driver %s was bound to %s while %d of its %d executor placeholders held a node", a.name, b.Node, b.Holding, b.Minimum)
 		default:
-			t.Logf("driver %s bound to %s with %d of %d executor placeholders holding their room", a.name, b.node, b.holding, b.minimum)
+			t.Logf("driver %s bound to %s with %d of %d executor placeholders holding their room", a.name, b.Node, b.Holding, b.Minimum)
 		}
 	}
 }
@@ -162,15 +166,15 @@ func handMadeGang(pod, dry *corev1.Pod) {
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	pod.Labels[labelYKQueue] = schedulers.YuniKornQueue
-	groups := []taskGroup{
-		{Name: groupDriver, MinMember: 1, MinResource: podRequests(dry)},
-		{Name: groupExecutor, MinMember: executors, MinResource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}},
+	pod.Labels[schedulers.LabelQueue] = schedulers.YuniKornQueue
+	groups := []schedulers.TaskGroup{
+		{Name: schedulers.GroupDriver, MinMember: 1, MinResource: schedulers.PodRequests(dry)},
+		{Name: schedulers.GroupExecutor, MinMember: executors, MinResource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}},
 	}
 	data, _ := json.Marshal(groups)
-	pod.Annotations[annotationTaskGroups] = string(data)
-	pod.Annotations[annotationTaskGroup] = groupDriver
-	pod.Annotations[annotationSchedPol] = "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Soft"
+	pod.Annotations[schedulers.AnnotationTaskGroups] = string(data)
+	pod.Annotations[schedulers.AnnotationTaskGroup] = schedulers.GroupDriver
+	pod.Annotations[schedulers.AnnotationSchedPolicy] = "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Soft"
 }
 
 // gangSize is the room a driver's gang takes: each task group's minimum
@@ -179,7 +183,7 @@ func handMadeGang(pod, dry *corev1.Pod) {
 // placeholders' places.
 func gangSize(t *testing.T, driver *corev1.Pod) (cpu, memory resource.Quantity) {
 	t.Helper()
-	groups, err := taskGroupsOf(driver)
+	groups, err := schedulers.TaskGroups(driver)
 	if err != nil {
 		t.Fatalf("the webhook's task groups: %v", err)
 	}
@@ -190,15 +194,15 @@ func gangSize(t *testing.T, driver *corev1.Pod) (cpu, memory resource.Quantity) 
 			cpu.Add(g.MinResource[corev1.ResourceCPU])
 			memory.Add(g.MinResource[corev1.ResourceMemory])
 		}
-		if g.Name == groupExecutor {
+		if g.Name == schedulers.GroupExecutor {
 			c, m := g.MinResource[corev1.ResourceCPU], g.MinResource[corev1.ResourceMemory]
 			if g.MinMember != executors || c.Cmp(resource.MustParse("1")) != 0 || m.Cmp(resource.MustParse("1408Mi")) != 0 {
 				t.Fatalf("executor task group %+v: want %d members of 1 cpu and 1408Mi (spark.executor.memory 1g plus 384Mi overhead)", g, executors)
 			}
 		}
 	}
-	if len(seen) != 2 || seen[0] != groupDriver || seen[1] != groupExecutor {
-		t.Fatalf("task groups %v, want [%s %s]", seen, groupDriver, groupExecutor)
+	if len(seen) != 2 || seen[0] != schedulers.GroupDriver || seen[1] != schedulers.GroupExecutor {
+		t.Fatalf("task groups %v, want [%s %s]", seen, schedulers.GroupDriver, schedulers.GroupExecutor)
 	}
 	return cpu, memory
 }
@@ -240,13 +244,13 @@ func useOnlyNode(ctx context.Context, t *testing.T, allocatable corev1.ResourceL
 
 // requireWithinNode checks that the pods bound to gangNode ask for no
 // more than it has.
-func requireWithinNode(t *testing.T, w *gangWatch) {
+func requireWithinNode(t *testing.T, w *schedulers.GangWatch) {
 	t.Helper()
 	n, err := env.Client.CoreV1().Nodes().Get(context.Background(), gangNode, metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	cpu, memory, pods := w.nodeUse(gangNode)
+	cpu, memory, pods := w.NodeUse(gangNode)
 	if cpu.Cmp(n.Status.Allocatable[corev1.ResourceCPU]) > 0 || memory.Cmp(n.Status.Allocatable[corev1.ResourceMemory]) > 0 {
 		t.Errorf("pods on %s ask for %s cpu and %s memory, more than its %s and %s: %v", gangNode,
 			cpu.String(), memory.String(), n.Status.Allocatable.Cpu(), n.Status.Allocatable.Memory(), pods)
@@ -282,10 +286,10 @@ func submit(ctx context.Context, t *testing.T, dry *corev1.Pod, ns, name string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.Spec.SchedulerName != schedulers.YuniKornName || created.Annotations[annotationTaskGroups] == "" {
-		t.Fatalf("driver %s: schedulerName %q, task groups %q: not set up for YuniKorn", name, created.Spec.SchedulerName, created.Annotations[annotationTaskGroups])
+	if created.Spec.SchedulerName != schedulers.YuniKornName || created.Annotations[schedulers.AnnotationTaskGroups] == "" {
+		t.Fatalf("driver %s: schedulerName %q, task groups %q: not set up for YuniKorn", name, created.Spec.SchedulerName, created.Annotations[schedulers.AnnotationTaskGroups])
 	}
-	a := &app{t: t, ns: ns, name: name, appID: appOf(created)}
+	a := &app{t: t, ns: ns, name: name, appID: schedulers.AppOf(created)}
 	t.Cleanup(a.cleanUp)
 	return a
 }
@@ -298,7 +302,7 @@ func (a *app) pods(ctx context.Context) ([]corev1.Pod, error) {
 	}
 	var out []corev1.Pod
 	for _, p := range list.Items {
-		if appOf(&p) == a.appID {
+		if schedulers.AppOf(&p) == a.appID {
 			out = append(out, p)
 		}
 	}
@@ -308,7 +312,7 @@ func (a *app) pods(ctx context.Context) ([]corev1.Pod, error) {
 func (a *app) placeholders(ctx context.Context) (all, bound int, err error) {
 	pods, err := a.pods(ctx)
 	for i := range pods {
-		if isPlaceholder(&pods[i]) && pods[i].DeletionTimestamp == nil {
+		if schedulers.IsPlaceholder(&pods[i]) && pods[i].DeletionTimestamp == nil {
 			all++
 			if pods[i].Spec.NodeName != "" {
 				bound++
@@ -320,10 +324,10 @@ func (a *app) placeholders(ctx context.Context) (all, bound int, err error) {
 
 // waitPlaceholders waits until YuniKorn has created the gang's
 // placeholders: one for the driver and one per executor.
-func (a *app) waitPlaceholders(ctx context.Context, w *gangWatch) {
+func (a *app) waitPlaceholders(ctx context.Context, w *schedulers.GangWatch) {
 	a.t.Helper()
 	poll(ctx, a.t, a.name+"'s placeholders", 2*time.Minute, func(context.Context) (bool, error) {
-		return w.placeholdersSeen(a.appID) == 1+executors, nil
+		return w.PlaceholdersSeen(a.appID) == 1+executors, nil
 	})
 }
 
@@ -402,8 +406,8 @@ func (a *app) requireExecutorsRunning(ctx context.Context) {
 		if p.Labels[patches.LabelRole] != "executor" {
 			continue
 		}
-		if p.Spec.SchedulerName != schedulers.YuniKornName || p.Annotations[annotationTaskGroup] != groupExecutor || p.Spec.NodeName != gangNode {
-			a.t.Errorf("executor %s: schedulerName %q, task group %q, node %q", p.Name, p.Spec.SchedulerName, p.Annotations[annotationTaskGroup], p.Spec.NodeName)
+		if p.Spec.SchedulerName != schedulers.YuniKornName || p.Annotations[schedulers.AnnotationTaskGroup] != schedulers.GroupExecutor || p.Spec.NodeName != gangNode {
+			a.t.Errorf("executor %s: schedulerName %q, task group %q, node %q", p.Name, p.Spec.SchedulerName, p.Annotations[schedulers.AnnotationTaskGroup], p.Spec.NodeName)
 		}
 		if p.Status.Phase == corev1.PodRunning {
 			running++
