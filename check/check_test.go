@@ -165,6 +165,18 @@ func TestPod(t *testing.T) {
 				"  events (last 2):\n", "Normal  Middle  sparklet-sidecar: Middle happened\n", "Newest happened"},
 		},
 		{
+			name: "a driver waiting for Kueue", ok: true, pod: func() *corev1.Pod {
+				p := driverPod("pi", map[string]string{patches.LabelRole: "driver", patches.LabelAppID: "spark-1"},
+					map[string]string{patches.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`,
+						patches.AnnotationScheduling: `{"scheduler":"kueue","queue":"team-a","driver":{"cpu":"1"},"executors":2,"executor":{"cpu":"1","memory":"1408Mi"}}`})
+				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
+				p.Status.Phase = corev1.PodPending
+				return p
+			}(),
+			want: []string{"  scheduling: kueue, LocalQueue team-a: the driver (cpu 1, memory 0) and each executor (cpu 1, memory 1408Mi) are admitted one by one; 2 executors at start\n",
+				"  waiting for scheduling gate kueue.x-k8s.io/admission to be removed"},
+		},
+		{
 			name: "not labelled", pod: driverPod("pi", map[string]string{"app": "x"}, nil),
 			want: []string{"pod/pi: not injected", "the pod does not match its objectSelector: wants spark-role=driver, has no spark-role label",
 				"sparklet skips it: not labelled spark-role=driver"},

@@ -88,6 +88,14 @@ func Pod(ctx context.Context, w io.Writer, o Options, ns, name string) (bool, er
 // executors by phase and the last Events of an injected driver pod.
 func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st patches.Status) error {
 	r.line("phase: %s", phaseOf(pod))
+	if sched, ok, err := patches.SchedulingOf(pod); err != nil {
+		r.line("scheduling: %v", err)
+	} else if ok {
+		r.line("scheduling: %s", sched)
+	}
+	for _, g := range pod.Spec.SchedulingGates {
+		r.line("waiting for scheduling gate %s to be removed (Kueue removes kueue.x-k8s.io/admission when it admits the pod)", g.Name)
+	}
 	if cs, ok := findStatus(pod.Status.InitContainerStatuses, patches.SidecarName); ok {
 		r.line("sidecar %s: %s", patches.SidecarName, containerState(cs))
 	} else {

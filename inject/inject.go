@@ -249,9 +249,13 @@ func injectObject(obj map[string]any, opts Options) (changed bool, refusal strin
 		return false, "", err
 	}
 	var res patches.Result
+	var sched string
 	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
 		var err error
 		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID, Template: kind != "Pod"})
+		if s, ok, _ := patches.SchedulingOf(pod); ok && err == nil {
+			sched = s.String()
+		}
 		return err
 	})
 	if err != nil {
@@ -295,6 +299,9 @@ func injectObject(obj map[string]any, opts Options) (changed bool, refusal strin
 		tmpl["spec"] = patchedPod["spec"]
 	}
 	opts.report("%s: injected", name)
+	if sched != "" {
+		opts.report("%s: scheduling: %s", name, sched)
+	}
 	return true, "", nil
 }
 

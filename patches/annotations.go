@@ -17,14 +17,18 @@ const annotationPrefix = "sparklet.io/"
 // knownAnnotations are the sparklet.io/ annotations a pod may carry, each
 // with what it accepts. checkAnnotations refuses any other.
 var knownAnnotations = map[string]string{
-	AnnotationInject:        `"true" or "false"`,
-	AnnotationContainer:     "the name of the Spark container",
-	AnnotationSparkConf:     "Spark properties, one per line",
-	spec.Annotation:         "the remote dependencies, with their sha256",
-	AnnotationEffectiveConf: "written by sparklet",
-	AnnotationStatus:        "written by sparklet",
-	AnnotationUI:            `"true" or "false" (a Service for the Spark UI)`,
-	AnnotationUIURL:         "written by sparklet",
+	AnnotationInject:             `"true" or "false"`,
+	AnnotationContainer:          "the name of the Spark container",
+	AnnotationSparkConf:          "Spark properties, one per line",
+	spec.Annotation:              "the remote dependencies, with their sha256",
+	AnnotationEffectiveConf:      "written by sparklet",
+	AnnotationStatus:             "written by sparklet",
+	AnnotationUI:                 `"true" or "false" (a Service for the Spark UI)`,
+	AnnotationUIURL:              "written by sparklet",
+	AnnotationBatchScheduler:     "yunikorn, kueue or none",
+	AnnotationQueue:              "the batch scheduler's queue: a YuniKorn queue path or a Kueue LocalQueue",
+	AnnotationPlaceholderTimeout: "how long YuniKorn keeps the gang's placeholders, such as 10m",
+	AnnotationScheduling:         "written by sparklet",
 }
 
 // checkAnnotations refuses a sparklet.io/ annotation sparklet does not

@@ -39,6 +39,7 @@ var (
 		{"image conf", planImageConf},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
+		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
 	}
 	driverSteps = []step{
@@ -53,6 +54,7 @@ var (
 		{"conf init container", addConfInit},
 		{"sidecar", addSidecar},
 		{"mesh", meshExclusions},
+		{"gang", applyScheduling},
 		{"status", annotate},
 	}
 )

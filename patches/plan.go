@@ -17,6 +17,8 @@ type plan struct {
 	confText string            // conf rendered for the annotation the JVM reads
 	fetch    []spec.Entry      // the remote dependencies; nil when none
 	appID    string
+	// sched is the driver's batch scheduler and its settings; nil for none.
+	sched *policy.Scheduling
 	// imageConf is where the conf init container copies the image's conf
 	// directory from, as its SPARKLET_IMAGE_CONF_DIR; nil for the image's
 	// own ${SPARK_HOME:-/opt/spark}/conf.

@@ -46,6 +46,9 @@ type Effective struct {
 	UIIngress *UIIngress `json:"uiIngress,omitempty"`
 	// Mesh is the cluster's mesh section.
 	Mesh Mesh `json:"mesh,omitzero"`
+	// Scheduling is the namespace's scheduling section if set, else the
+	// cluster's.
+	Scheduling Scheduling `json:"scheduling,omitzero"`
 }
 
 // For returns the policy in effect for a namespace.
@@ -73,6 +76,11 @@ func (p *Policy) For(namespace string) *Effective {
 		Fetch:           []spec.Policy{p.Fetch},
 		TokenContainers: p.TokenContainers,
 		Mesh:            p.Mesh,
+	}
+	e.Scheduling = p.Scheduling
+	if ns.Scheduling != nil {
+		e.Scheduling = *ns.Scheduling
+		e.Scheduling.Enforce = e.Scheduling.Enforce || p.Scheduling.Enforce
 	}
 	if len(p.AllowedImages) > 0 {
 		e.AllowedImages = append(e.AllowedImages, p.AllowedImages)

@@ -47,6 +47,8 @@ type Policy struct {
 	UI UI `json:"ui,omitempty"`
 	// Mesh configures what a service mesh's proxy leaves alone.
 	Mesh Mesh `json:"mesh,omitempty"`
+	// Scheduling selects a batch scheduler (docs/scheduling.md).
+	Scheduling Scheduling `json:"scheduling,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.
@@ -129,6 +131,8 @@ type Namespace struct {
 	Metrics *Metrics `json:"metrics,omitempty"`
 	// UI overrides the cluster's ui.service when set.
 	UI *UI `json:"ui,omitempty"`
+	// Scheduling replaces the cluster's scheduling section when set.
+	Scheduling *Scheduling `json:"scheduling,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

@@ -41,6 +41,7 @@ func (p *Policy) Validate() error {
 	v.tokenContainers("tokenContainers", p.TokenContainers)
 	v.mesh("mesh", p.Mesh)
 	v.uiIngress("ui.ingress", p.UI.Ingress)
+	v.scheduling("scheduling", p.Scheduling, schedulerNames(p.Driver, p.Executor))
 	if p.LocalDirs.Count < 0 || p.LocalDirs.Count > 16 {
 		v.add("localDirs.count", "must be between 0 and 16, got %d", p.LocalDirs.Count)
 	}
@@ -72,6 +73,12 @@ func (p *Policy) Validate() error {
 		v.images(at+".allowedImages", ns.AllowedImages)
 		if ns.UI != nil {
 			v.uiIngress(at+".ui.ingress", ns.UI.Ingress)
+		}
+		if ns.Scheduling != nil && p.Scheduling.Enforce && ns.Scheduling.BatchScheduler != p.Scheduling.BatchScheduler {
+			v.add(at+".scheduling.batchScheduler", "%q, but the cluster's scheduling enforces %q; set it to %q or remove it", ns.Scheduling.BatchScheduler, p.Scheduling.BatchScheduler, p.Scheduling.BatchScheduler)
+		}
+		if ns.Scheduling != nil {
+			v.scheduling(at+".scheduling", *ns.Scheduling, schedulerNames(p.Driver, p.Executor, ns.Driver, ns.Executor))
 		}
 		if ns.Fetch != nil {
 			if err := ns.Fetch.Validate(); err != nil {

@@ -86,6 +86,9 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 	if err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: driver, AppID: a.appID}); err != nil {
 		return nil, false, a.refuse(pod.Name, err)
 	}
+	if msg := patches.BeyondGang(pod, driver); msg != "" {
+		a.events.warning("ExecutorLargerThanGang", msg)
+	}
 	if err := a.reserve(pod.Name); err != nil {
 		return nil, false, a.failed(pod.Name, "ExecutorLimit", "executors refused: the executor limit is reached", err, false)
 	}

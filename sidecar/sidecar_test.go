@@ -52,7 +52,13 @@ func driver() *corev1.Pod {
 
 func start(t *testing.T, policyYAML string, objects ...runtime.Object) *harness {
 	t.Helper()
-	client := fake.NewClientset(append([]runtime.Object{driver()}, objects...)...)
+	return startWith(t, policyYAML, driver(), objects...)
+}
+
+// startWith starts a sidecar whose driver pod is drv.
+func startWith(t *testing.T, policyYAML string, drv *corev1.Pod, objects ...runtime.Object) *harness {
+	t.Helper()
+	client := fake.NewClientset(append([]runtime.Object{drv}, objects...)...)
 	sc := newTestSidecar(t, policyYAML)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, client: client, sc: sc, done: make(chan error, 1), cancel: cancel}

@@ -181,3 +181,31 @@ func TestInjectWithoutAClusterSaysHowToWorkOffline(t *testing.T) {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
+
+// TestInjectReportsScheduling: inject shows, for a policy that selects
+// each batch scheduler, what the scheduler gets.
+func TestInjectReportsScheduling(t *testing.T) {
+	dir := t.TempDir()
+	cases := []struct{ policy, want string }{
+		{"scheduling: {batchScheduler: yunikorn, queue: root.sparklet}\n",
+			"pod/pi: scheduling: yunikorn in queue root.sparklet: a gang of the driver (cpu 50m, memory 64Mi) and 2 executors (cpu 1, memory 1408Mi each)"},
+		{"scheduling: {batchScheduler: kueue, queue: team-a}\n",
+			"pod/pi: scheduling: kueue, LocalQueue team-a: the driver (cpu 50m, memory 64Mi) and each executor (cpu 1, memory 1408Mi) are admitted one by one; 2 executors at start"},
+	}
+	for i, tc := range cases {
+		file := filepath.Join(dir, "policy"+string(rune('0'+i))+".yaml")
+		if err := os.WriteFile(file, []byte(tc.policy), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := runCLI(t, pod("pi"), "inject", "--policy", file, "-f", "-")
+		if code != 0 {
+			t.Fatalf("exit %d: %s", code, stderr)
+		}
+		if !strings.Contains(stderr, tc.want) {
+			t.Errorf("report %q does not say %q", stderr, tc.want)
+		}
+		if !strings.Contains(stdout, "sparklet.io/scheduling") {
+			t.Errorf("the injected pod has no scheduling annotation:\n%s", stdout)
+		}
+	}
+}
