@@ -3,7 +3,6 @@ package gang
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -49,11 +48,10 @@ func TestYuniKornGangs(t *testing.T) {
 	}
 
 	// The gang as the webhook computes it, from a dry run.
-	dry, err := env.Client.CoreV1().Pods(ns).Create(ctx, withoutOptIn(driverPod("probe")), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	dry, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod("probe"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	handMadeGang(dry, dry)
 	cpu, memory := gangSize(t, dry)
 	t.Logf("one gang: %s cpu, %s memory", cpu.String(), memory.String())
 	room := func(q resource.Quantity) resource.Quantity {
@@ -81,7 +79,7 @@ func TestYuniKornGangs(t *testing.T) {
 	// the queue is FIFO.
 	apps := make([]*app, 3)
 	for i := range apps {
-		apps[i] = submit(ctx, t, dry, ns, fmt.Sprintf("spark-%d", i+1))
+		apps[i] = submit(ctx, t, ns, fmt.Sprintf("spark-%d", i+1))
 		apps[i].waitPlaceholders(ctx, watch)
 	}
 
@@ -105,6 +103,13 @@ func TestYuniKornGangs(t *testing.T) {
 	}
 	second.requireExecutorsRunning(ctx)
 
+	events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorLargerThanGang"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events.Items {
+		t.Errorf("the sidecar warned %s: %s", e.InvolvedObject.Name, e.Message)
+	}
 	for _, a := range apps {
 		b, ok := watch.BoundAt(a.name)
 		switch {
@@ -148,33 +153,6 @@ func driverPod(name string) *corev1.Pod {
 			}},
 		},
 	}
-}
-
-// withoutOptIn drops the opt-in annotations, which the webhook does not
-// know yet.
-func withoutOptIn(pod *corev1.Pod) *corev1.Pod {
-	for _, k := range []string{"sparklet.io/batch-scheduler", "sparklet.io/queue", "sparklet.io/placeholder-timeout"} {
-		delete(pod.Annotations, k)
-	}
-	return pod
-}
-
-// handMadeGang writes on pod the YuniKorn fields of the gang contract, with
-// the driver's size from the injected dry run, until the webhook writes them.
-func handMadeGang(pod, dry *corev1.Pod) {
-	pod.Spec.SchedulerName = schedulers.YuniKornName
-	if pod.Labels == nil {
-		pod.Labels = map[string]string{}
-	}
-	pod.Labels[schedulers.LabelQueue] = schedulers.YuniKornQueue
-	groups := []schedulers.TaskGroup{
-		{Name: schedulers.GroupDriver, MinMember: 1, MinResource: schedulers.PodRequests(dry)},
-		{Name: schedulers.GroupExecutor, MinMember: executors, MinResource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1408Mi")}},
-	}
-	data, _ := json.Marshal(groups)
-	pod.Annotations[schedulers.AnnotationTaskGroups] = string(data)
-	pod.Annotations[schedulers.AnnotationTaskGroup] = schedulers.GroupDriver
-	pod.Annotations[schedulers.AnnotationSchedPolicy] = "placeholderTimeoutInSeconds=600 gangSchedulingStyle=Soft"
 }
 
 // gangSize is the room a driver's gang takes: each task group's minimum
@@ -277,17 +255,18 @@ type app struct {
 	logs  syncBuffer // the emulator's
 }
 
-// submit creates a driver pod through the webhook.
-func submit(ctx context.Context, t *testing.T, dry *corev1.Pod, ns, name string) *app {
+// submit creates a driver pod through the webhook, which sets it up for
+// YuniKorn.
+func submit(ctx context.Context, t *testing.T, ns, name string) *app {
 	t.Helper()
-	pod := withoutOptIn(driverPod(name))
-	handMadeGang(pod, dry)
-	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	created, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod(name), metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if created.Spec.SchedulerName != schedulers.YuniKornName || created.Annotations[schedulers.AnnotationTaskGroups] == "" {
-		t.Fatalf("driver %s: schedulerName %q, task groups %q: not set up for YuniKorn", name, created.Spec.SchedulerName, created.Annotations[schedulers.AnnotationTaskGroups])
+	if created.Spec.SchedulerName != schedulers.YuniKornName || created.Annotations[schedulers.AnnotationTaskGroups] == "" ||
+		created.Labels[schedulers.LabelAppID] != created.Labels[patches.LabelAppID] || created.Labels[schedulers.LabelQueue] != schedulers.YuniKornQueue {
+		t.Fatalf("driver %s is not set up for YuniKorn: schedulerName %q, labels %v, task groups %q", name,
+			created.Spec.SchedulerName, created.Labels, created.Annotations[schedulers.AnnotationTaskGroups])
 	}
 	a := &app{t: t, ns: ns, name: name, appID: schedulers.AppOf(created)}
 	t.Cleanup(a.cleanUp)
@@ -406,8 +385,10 @@ func (a *app) requireExecutorsRunning(ctx context.Context) {
 		if p.Labels[patches.LabelRole] != "executor" {
 			continue
 		}
-		if p.Spec.SchedulerName != schedulers.YuniKornName || p.Annotations[schedulers.AnnotationTaskGroup] != schedulers.GroupExecutor || p.Spec.NodeName != gangNode {
-			a.t.Errorf("executor %s: schedulerName %q, task group %q, node %q", p.Name, p.Spec.SchedulerName, p.Annotations[schedulers.AnnotationTaskGroup], p.Spec.NodeName)
+		// What the sidecar stamps, and where YuniKorn put it.
+		if p.Spec.SchedulerName != schedulers.YuniKornName || p.Labels[schedulers.LabelAppID] != a.appID || p.Labels[schedulers.LabelQueue] != schedulers.YuniKornQueue ||
+			p.Annotations[schedulers.AnnotationTaskGroup] != schedulers.GroupExecutor || p.Spec.NodeName != gangNode {
+			a.t.Errorf("executor %s: schedulerName %q, labels %v, task group %q, node %q", p.Name, p.Spec.SchedulerName, p.Labels, p.Annotations[schedulers.AnnotationTaskGroup], p.Spec.NodeName)
 		}
 		if p.Status.Phase == corev1.PodRunning {
 			running++

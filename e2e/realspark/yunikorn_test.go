@@ -19,9 +19,9 @@ import (
 // TestYuniKornGang applies examples/spark-pi-pod.yaml opted in to YuniKorn,
 // with the first pinned Spark version, on the pod runner's node: YuniKorn
 // holds the gang's room with placeholders (the pause image, played by a
-// sleeping process), the stock driver runs only once they all hold a node,
-// the executors the JVM asks the sidecar for take the executor
-// placeholders' places, and SparkPi computes Pi.
+// sleeping process), the stock driver is bound only while the executor
+// placeholders hold the node, the executors the JVM asks the sidecar for
+// are YuniKorn's, in the executor group, and SparkPi computes Pi.
 func TestYuniKornGang(t *testing.T) {
 	d := dists[0]
 	ns := namespace(t)
@@ -49,7 +49,6 @@ func TestYuniKornGang(t *testing.T) {
 			"    sparklet.io/batch-scheduler: yunikorn\n"+
 			"    sparklet.io/queue: "+schedulers.YuniKornQueue+"\n"+
 			"    sparklet.io/placeholder-timeout: 10m\n", 1)
-	pod = handMadeGang(pod)
 	kubectl(t, []byte(pod), "apply", "-n", ns, "-f", "-")
 	defer func() {
 		_ = env.Client.CoreV1().Pods(ns).Delete(context.Background(), "spark-pi", metav1.DeleteOptions{})
@@ -95,20 +94,14 @@ func TestYuniKornGang(t *testing.T) {
 	if _, ok := execs.nthRunning(2); !ok {
 		t.Error("never saw 2 executors Running")
 	}
-	waitClean(t, ns, running.Labels[patches.LabelAppID], time.Minute)
-}
-
-// handMadeGang writes the YuniKorn fields of the gang contract on the
-// example, until the webhook writes them: the driver's group is larger
-// than the injected pod, which YuniKorn allows.
-func handMadeGang(pod string) string {
-	for _, k := range []string{"sparklet.io/batch-scheduler: yunikorn", "sparklet.io/queue: root.sparklet", "sparklet.io/placeholder-timeout: 10m"} {
-		pod = strings.Replace(pod, "    "+k+"\n", "", 1)
+	events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorLargerThanGang"})
+	if err != nil {
+		t.Fatal(err)
 	}
-	pod = strings.Replace(pod, "  annotations:\n", "  annotations:\n"+
-		"    yunikorn.apache.org/task-group-name: spark-driver\n"+
-		"    yunikorn.apache.org/schedulingPolicyParameters: placeholderTimeoutInSeconds=600 gangSchedulingStyle=Soft\n"+
-		`    yunikorn.apache.org/task-groups: '[{"name":"spark-driver","minMember":1,"minResource":{"cpu":"2","memory":"3Gi"}},{"name":"spark-executor","minMember":2,"minResource":{"cpu":"1","memory":"896Mi"}}]'`+"\n", 1)
-	pod = strings.Replace(pod, "  labels:\n", "  labels:\n    yunikorn.apache.org/queue: root.sparklet\n", 1)
-	return strings.Replace(pod, "spec:\n", "spec:\n  schedulerName: yunikorn\n", 1)
+	for _, e := range events.Items {
+		t.Errorf("the sidecar warned %s: %s", e.InvolvedObject.Name, e.Message)
+	}
+	waitClean(t, ns, running.Labels[patches.LabelAppID], time.Minute)
+	t.Logf("Spark %s: driver bound to %s with %d of %d executor placeholders holding their room; 2 executors of the executor group; Pi computed",
+		d.Version, b.Node, b.Holding, b.Minimum)
 }
