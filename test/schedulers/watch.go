@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	podresource "k8s.io/component-helpers/resource"
 )
 
 // YuniKorn's pod metadata (yunikorn-k8shim v1.9.0,
@@ -62,43 +63,6 @@ func IsPlaceholder(pod *corev1.Pod) bool { return pod.Annotations[AnnotationPlac
 func Holds(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil &&
 		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
-}
-
-// PodRequests is a pod's effective requests: its containers and native
-// sidecars, or its largest init container (with the sidecars started before
-// it) if that is more, as the scheduler counts them.
-func PodRequests(pod *corev1.Pod) corev1.ResourceList {
-	sum := corev1.ResourceList{}
-	add := func(to corev1.ResourceList, l corev1.ResourceList) {
-		for name, q := range l {
-			v := to[name]
-			v.Add(q)
-			to[name] = v
-		}
-	}
-	initMax := corev1.ResourceList{}
-	for _, c := range pod.Spec.InitContainers {
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			add(sum, c.Resources.Requests)
-			continue
-		}
-		at := sum.DeepCopy()
-		add(at, c.Resources.Requests)
-		for name, q := range at {
-			if v, ok := initMax[name]; !ok || q.Cmp(v) > 0 {
-				initMax[name] = q
-			}
-		}
-	}
-	for _, c := range pod.Spec.Containers {
-		add(sum, c.Resources.Requests)
-	}
-	for name, q := range initMax {
-		if q.Cmp(sum[name]) > 0 {
-			sum[name] = q
-		}
-	}
-	return sum
 }
 
 // GangWatch follows every pod of a namespace in the order the API server
@@ -221,7 +185,7 @@ func (w *GangWatch) NodeUse(node string) (cpu, memory resource.Quantity, pods []
 		if p.Spec.NodeName != node || !Holds(p) {
 			continue
 		}
-		r := PodRequests(p)
+		r := podresource.PodRequests(p, podresource.PodResourcesOptions{})
 		cpu.Add(r[corev1.ResourceCPU])
 		memory.Add(r[corev1.ResourceMemory])
 		pods = append(pods, p.Name)
