@@ -177,6 +177,20 @@ func (w *GangWatch) PlaceholdersSeen(app string) int {
 	return len(w.placeholders[app])
 }
 
+// PlaceholdersHolding counts the placeholders of an application holding a
+// node now.
+func (w *GangWatch) PlaceholdersHolding(app string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n := 0
+	for _, p := range w.pods {
+		if IsPlaceholder(p) && AppOf(p) == app && Holds(p) {
+			n++
+		}
+	}
+	return n
+}
+
 // NodeUse sums the requests of the pods holding node.
 func (w *GangWatch) NodeUse(node string) (cpu, memory resource.Quantity, pods []string) {
 	w.mu.Lock()
