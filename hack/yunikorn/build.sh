@@ -12,7 +12,8 @@ want=$(cat "$here"/build.sh "$here"/go.mod "$here"/go.sum | sha256sum | cut -d' 
 if [ "$want" = "$(cat "$stamp" 2>/dev/null || true)" ] && [ -x "$bin/yunikorn-scheduler" ]; then
   exit 0
 fi
-# The sum database has no entries for these modules here; go.sum pins them.
+# The checksum database here does not answer for these modules (404); go.sum
+# pins their hashes.
 export GONOSUMDB=github.com/apache/yunikorn-k8shim,github.com/apache/yunikorn-core,github.com/apache/yunikorn-scheduler-interface,k8s.io/kubernetes
 export GOFLAGS=-mod=mod CGO_ENABLED=0
 start=$(date +%s)
