@@ -75,10 +75,10 @@ func TestYuniKornGang(t *testing.T) {
 	if p, err := env.Client.CoreV1().Pods(ns).Get(ctx, "spark-pi", metav1.GetOptions{}); err != nil || p.Spec.NodeName != "" {
 		t.Fatalf("driver bound to %q (%v) while the node has room for half its gang", p.Spec.NodeName, err)
 	}
+	freed := time.Now()
 	if err := env.Client.CoreV1().Pods(ns).Delete(ctx, blocker, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	freed := time.Now()
 
 	running := waitPod(t, ns, "spark-pi", "ran its driver container", 5*time.Minute, containerRunning("spark"))
 	if running.Spec.SchedulerName != schedulers.YuniKornName || running.Spec.NodeName != testenv.RunnerNode {
