@@ -22,7 +22,6 @@ const (
 	LabelQueue            = "yunikorn.apache.org/queue"
 	AnnotationTaskGroups  = "yunikorn.apache.org/task-groups"
 	AnnotationTaskGroup   = "yunikorn.apache.org/task-group-name"
-	AnnotationSchedPolicy = "yunikorn.apache.org/schedulingPolicyParameters"
 	AnnotationPlaceholder = "internal.yunikorn.apache.org/placeholder"
 	GroupDriver           = "spark-driver"
 	GroupExecutor         = "spark-executor"
@@ -44,9 +43,10 @@ func TaskGroups(pod *corev1.Pod) ([]TaskGroup, error) {
 	return groups, nil
 }
 
-// AppOf is the YuniKorn application a pod belongs to: label
-// yunikorn.apache.org/app-id, else Spark's spark-app-selector, in the order
-// YuniKorn reads them (pkg/common/utils/utils.go GetApplicationIDFromPod).
+// AppOf is the YuniKorn application a pod belongs to, from the two of the
+// keys YuniKorn reads that sparklet's pods carry, in YuniKorn's order
+// (pkg/common/utils/utils.go GetApplicationIDFromPod): label
+// yunikorn.apache.org/app-id, else Spark's spark-app-selector.
 func AppOf(pod *corev1.Pod) string {
 	if id := pod.Labels[LabelAppID]; id != "" {
 		return id
