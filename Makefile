@@ -8,7 +8,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION) -X github.com/sparklet/sparklet/internal/version.Commit=$(COMMIT)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build image test unit-test fuzz lint demo bench cluster-binaries helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build image test unit-test fuzz lint demo bench cluster-binaries yunikorn-binary helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -39,6 +39,11 @@ image: $(BIN)/sparklet
 cluster-binaries:
 	@hack/cluster/build.sh $(BIN)
 
+# Apache YuniKorn's scheduler, for the gang-scheduling tests (e2e/gang),
+# built from the separate module hack/yunikorn.
+yunikorn-binary:
+	@hack/yunikorn/build.sh $(BIN)
+
 # Kueue and its CRDs (bin/kueue, bin/kueue-crds), for e2e/queue.
 .PHONY: kueue-binary
 kueue-binary:
@@ -63,7 +68,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries helm-binary kueue-binary python-client spark-dists
+test: build cluster-binaries yunikorn-binary helm-binary kueue-binary python-client spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 40m ./...
 

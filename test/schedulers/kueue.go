@@ -1,7 +1,3 @@
-// Package schedulers runs batch schedulers next to the local control plane
-// (test/cluster) for the scheduling tests: each is the real controller,
-// built from its Go module into bin/ and started as a local process against
-// the cluster's kubeconfig, its webhooks on loopback.
 package schedulers
 
 import (

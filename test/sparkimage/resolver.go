@@ -20,7 +20,9 @@ import (
 //     pinned distribution that stands in for the version (standIn);
 //   - the sparklet image the webhook injects, any tag, to binDir/sparklet;
 //   - ConfImageRepo:<version>, an apache/spark image whose $SPARK_HOME/conf
-//     holds the files of confDir, when confDir is set.
+//     holds the files of confDir, when confDir is set;
+//   - registry.k8s.io/pause, any tag (YuniKorn's placeholders), to a
+//     process that sleeps until it is stopped.
 func Resolver(binDir, confDir string) podrunner.ImageResolver {
 	dists, distsErr := spark.Pinned()
 	javaHome, javaErr := localJavaHome()
@@ -57,7 +59,9 @@ func resolver(binDir, confDir string, dists []spark.Dist, distsErr error, javaHo
 			return img, nil
 		case sparkletRepo:
 			return sparkletImage(image, binDir)
+		case pauseRepo:
+			return pauseImage(), nil
 		}
-		return nil, fmt.Errorf("image %s: no local mapping (known: apache/spark:<version>, spark:<version>, %s:<version>, %s:<tag>)", image, ConfImageRepo, sparkletRepo)
+		return nil, fmt.Errorf("image %s: no local mapping (known: apache/spark:<version>, spark:<version>, %s:<version>, %s:<tag>, %s:<tag>)", image, ConfImageRepo, sparkletRepo, pauseRepo)
 	}
 }

@@ -100,6 +100,20 @@ func TestResolverSparkletImage(t *testing.T) {
 	}
 }
 
+func TestResolverPauseImage(t *testing.T) {
+	resolve := resolver(fakeBin(t, nil), "", pins, nil, "/jdk", nil)
+	for _, image := range []string{"registry.k8s.io/pause:3.7", "registry.k8s.io/pause:3.10"} {
+		img, err := resolve(image)
+		if err != nil {
+			t.Fatalf("%s: %v", image, err)
+		}
+		argv, _, err := img.Entrypoint(nil, nil, nil)
+		if err != nil || !reflect.DeepEqual(argv, []string{"/bin/sleep", "infinity"}) {
+			t.Errorf("%s: argv %q, %v; want /bin/sleep infinity", image, argv, err)
+		}
+	}
+}
+
 func TestResolverRefuses(t *testing.T) {
 	bin := fakeBin(t, pins[:2]) // 4.3.0 not installed
 	resolve := resolver(bin, "", pins, nil, "/jdk", nil)
@@ -114,6 +128,7 @@ func TestResolverRefuses(t *testing.T) {
 		{"apache/spark:4.1.0", "spark 4.3.0 is not installed"},
 		{"apache/spark-py:v3.4.0", "no local mapping"},
 		{"busybox", "no local mapping"},
+		{"k8s.gcr.io/pause:3.7", "no local mapping"},
 		{"quay.io/apache/spark:3.5.4", "no local mapping"},
 		{"ghcr.io/sparklet/sparklet-other:dev", "no local mapping"},
 	} {
