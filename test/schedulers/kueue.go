@@ -41,10 +41,10 @@ type KueueOptions struct {
 	// Cluster is the control plane Kueue runs against.
 	Cluster *cluster.Cluster
 	// PodWebhookReinvocation is the reinvocationPolicy of Kueue's mutating
-	// pod webhook; empty means IfNeeded. Kueue's own manifests and chart
-	// default to Never, under which Kueue never sees a label another
-	// webhook adds after it (webhook configurations run in name order, and
-	// kueue-… sorts before sparklet).
+	// pod webhook; empty means IfNeeded, as docs/scheduling.md recommends.
+	// Kueue's own manifests and chart default to Never, under which Kueue's
+	// webhook never sees a label another webhook adds after it (webhook
+	// configurations run in name order, and kueue-… sorts before sparklet).
 	PodWebhookReinvocation string
 }
 
@@ -107,15 +107,15 @@ func (k *Kueue) LogTail(n int) string { return cluster.Tail(k.LogFile(), n) }
 // start writes the configuration and certificates and runs bin/kueue
 // until its /readyz answers: the webhook server is serving.
 func (k *Kueue) start(ctx context.Context) error {
-	ports := make([]int, 3)
-	for i := range ports {
-		p, err := cluster.FreePort()
+	var ports kueuePorts
+	for _, p := range []*int{&ports.webhook, &ports.health, &ports.metrics} {
+		free, err := cluster.FreePort()
 		if err != nil {
 			return err
 		}
-		ports[i] = p
+		*p = free
 	}
-	k.webhook, k.health = ports[0], ports[1]
+	k.webhook, k.health = ports.webhook, ports.health
 	cert, key, err := k.opts.Cluster.IssueServingCert("127.0.0.1")
 	if err != nil {
 		return fmt.Errorf("issue Kueue's serving certificate: %w", err)
@@ -162,11 +162,14 @@ func (k *Kueue) start(ctx context.Context) error {
 	return nil
 }
 
+// kueuePorts are Kueue's listeners on 127.0.0.1.
+type kueuePorts struct{ webhook, health, metrics int }
+
 // kueueConfig is Kueue's configuration file: the pod integration only, in
 // the labelled namespaces; every listener on loopback; the webhook
 // certificate from certDir (no internal certificate management); no
 // leader election and no visibility API server.
-func kueueConfig(ports []int, certDir string) string {
+func kueueConfig(ports kueuePorts, certDir string) string {
 	return fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
 kind: Configuration
 namespace: kueue-system
@@ -192,7 +195,7 @@ featureGates:
 clientConnection:
   qps: 100
   burst: 200
-`, ports[1], ports[2], ports[0], certDir, KueueNamespaceLabel, KueueNamespaceManaged)
+`, ports.health, ports.metrics, ports.webhook, certDir, KueueNamespaceLabel, KueueNamespaceManaged)
 }
 
 // ManageNamespace labels namespace ns so that Kueue's webhooks and pod
