@@ -66,7 +66,7 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 	if room < 2 {
 		// Spark waits this long for the executors it asked for before it
 		// starts on fewer (30s by default).
-		pod.Annotations[patches.AnnotationSparkConf] += "spark.scheduler.maxRegisteredResourcesWaitingTime 5s\n"
+		pod.Annotations[patches.AnnotationSparkConf] += "\nspark.scheduler.maxRegisteredResourcesWaitingTime 5s\n"
 	}
 	dry, err := env.Client.CoreV1().Pods(ns).Create(ctx, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
