@@ -1,14 +1,11 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
-	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -43,21 +40,8 @@ func startDriver(t *testing.T, ns string) *driverRun {
 		t.Fatal(err)
 	}
 	requireInjected(t, pod)
-	sc, err := env.NewSidecar(pod, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
+	sc := env.StartSidecar(ctx, t, pod)
 	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[patches.LabelAppID], sc: sc}
-	t.Cleanup(func() {
-		sc.Signal(syscall.SIGTERM)
-		if t.Failed() {
-			data, _ := os.ReadFile(sc.LogFile())
-			t.Logf("sidecar log:\n%s", tailLines(string(data), 30))
-		}
-	})
-	if err := sc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
 	return d
 }
 
@@ -81,7 +65,7 @@ func (d *driverRun) emulator(mode emulator.Mode, tweaks ...func(*emulator.Config
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
-	logs := &syncBuffer{}
+	logs := &testenv.SyncBuffer{}
 	cfg.Log = emulator.JSONLog(logs)
 	jvm, err := emulator.New(cfg)
 	if err != nil {
@@ -93,25 +77,6 @@ func (d *driverRun) emulator(mode emulator.Mode, tweaks ...func(*emulator.Config
 		}
 	})
 	return jvm
-}
-
-// syncBuffer holds a log that goroutines may still write to after the
-// test has ended.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // leftovers counts what of the application is still in the API server.

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -33,20 +31,7 @@ func TestSparkUIServiceLivesWithTheDriver(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireInjected(t, pod)
-	sc, err := env.NewSidecar(pod, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sc.Signal(syscall.SIGTERM)
-		if t.Failed() {
-			data, _ := os.ReadFile(sc.LogFile())
-			t.Logf("sidecar log:\n%s", tailLines(string(data), 30))
-		}
-	})
-	if err := sc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	env.StartSidecar(ctx, t, pod)
 
 	name := pod.Name + "-ui"
 	url := "http://" + name + "." + ns + ".svc:4040"

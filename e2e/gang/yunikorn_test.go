@@ -1,12 +1,10 @@
 package gang
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -253,7 +251,7 @@ type app struct {
 	sc    *testenv.Sidecar
 	jvm   *emulator.Driver
 	stop  context.CancelFunc
-	logs  syncBuffer // the emulator's
+	logs  testenv.SyncBuffer // the emulator's
 }
 
 // submit creates a driver pod through the webhook, which sets it up for
@@ -333,19 +331,7 @@ func (a *app) runExecutors(ctx context.Context) {
 	if err != nil {
 		a.t.Fatal(err)
 	}
-	if a.sc, err = env.NewSidecar(pod, a.t.TempDir()); err != nil {
-		a.t.Fatal(err)
-	}
-	// Registered after TempDir's, so it runs before the log is removed.
-	a.t.Cleanup(func() {
-		a.sc.Signal(syscall.SIGTERM)
-		if a.t.Failed() {
-			a.t.Logf("%s sidecar log:\n%s", a.name, cluster.Tail(a.sc.LogFile(), 20))
-		}
-	})
-	if err := a.sc.Start(ctx); err != nil {
-		a.t.Fatal(err)
-	}
+	a.sc = env.StartSidecar(ctx, a.t, pod)
 	cfg, err := a.sc.EmulatorConfig(emulator.Spark40)
 	if err != nil {
 		a.t.Fatal(err)
@@ -475,23 +461,4 @@ func (a *app) cleanUp() {
 	if err != nil && !apierrors.IsNotFound(err) {
 		a.t.Logf("delete %s: %v", a.name, err)
 	}
-}
-
-// syncBuffer holds a log that goroutines may still write to after the
-// test has ended.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -1,15 +1,12 @@
 package queue
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/emulator"
+	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/schedulers"
 )
@@ -100,26 +98,13 @@ func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 	first = waitRunning(ctx, t, first.Name)
 	requireAdmitted(ctx, t, first.Name)
 
-	sc, err := env.NewSidecar(first, t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		sc.Signal(syscall.SIGTERM)
-		if t.Failed() {
-			data, _ := os.ReadFile(sc.LogFile())
-			t.Logf("sidecar log:\n%s", tail(string(data), 30))
-		}
-	})
-	if err := sc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
+	sc := env.StartSidecar(ctx, t, first)
 	cfg, err := sc.EmulatorConfig(emulator.Spark40)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.PollInterval, cfg.DeleteGracePeriod = 2*time.Second, 100*time.Millisecond
-	jvmLog := &syncBuffer{}
+	jvmLog := &testenv.SyncBuffer{}
 	cfg.Log = emulator.JSONLog(jvmLog)
 	t.Cleanup(func() {
 		if t.Failed() {
@@ -364,25 +349,6 @@ func queueState(ctx context.Context, admitted, pending []string, nAdmitted, nPen
 		}
 	}
 	return state, true, nil
-}
-
-// syncBuffer holds a log that goroutines may still write to after the
-// test has ended.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func tail(s string, n int) string {

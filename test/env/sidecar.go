@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"syscall"
+	"testing"
 	"time"
 
 	authv1 "k8s.io/api/authentication/v1"
@@ -192,4 +193,25 @@ func (s *Sidecar) EmulatorConfig(mode emulator.Mode) (emulator.Config, error) {
 		}
 	}
 	return cfg, nil
+}
+
+// StartSidecar runs a sidecar for an injected pod until the test ends,
+// when it is stopped; a failed test logs the end of its log.
+func (e *Env) StartSidecar(ctx context.Context, t testing.TB, pod *corev1.Pod) *Sidecar {
+	t.Helper()
+	sc, err := e.NewSidecar(pod, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered after TempDir's, so it runs before the log is removed.
+	t.Cleanup(func() {
+		sc.Signal(syscall.SIGTERM)
+		if t.Failed() {
+			t.Logf("sidecar log of %s:\n%s", pod.Name, cluster.Tail(sc.LogFile(), 30))
+		}
+	})
+	if err := sc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return sc
 }
