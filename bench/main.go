@@ -104,7 +104,7 @@ func main() {
 	flag.StringVar(&o.dir, "dir", ".cache/bench", "state and logs")
 	flag.StringVar(&o.out, "out", "bench/results", "where latest.md and the chart go")
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
-	flag.DurationVar(&o.idle, "idle", 2*time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
+	flag.DurationVar(&o.idle, "idle", time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
 	flag.DurationVar(&o.steady, "steady", time.Minute, "steady window after each side of the many-drivers comparison")
 	flag.IntVar(&o.admissions, "admissions", 6000, "requests per webhook load level, to sparklet's webhook and to the null webhook each")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
