@@ -73,7 +73,16 @@ func download(ctx context.Context, client *http.Client, url, file string) error 
 // functions by cumulative value; sampleIndex picks the allocation
 // profile's alloc_space.
 func top(file, sampleIndex string, n int) string {
-	args := []string{"tool", "pprof", "-top", "-cum", fmt.Sprintf("-nodecount=%d", n)}
+	return pprofTop(file, sampleIndex, true, n)
+}
+
+// pprofTop is `go tool pprof -top` of a profile, by cumulative weight when
+// cum is set, cut to its n heaviest functions, without the header lines.
+func pprofTop(file, sampleIndex string, cum bool, n int) string {
+	args := []string{"tool", "pprof", "-top", fmt.Sprintf("-nodecount=%d", n)}
+	if cum {
+		args = append(args, "-cum")
+	}
 	if sampleIndex != "" {
 		args = append(args, "-sample_index="+sampleIndex)
 	}

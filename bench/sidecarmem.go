@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -200,17 +199,4 @@ func rssSplit(pid int) (anon, file float64) {
 
 // heapTop is `go tool pprof -top` of a heap profile's in-use bytes, cut to
 // its n heaviest functions.
-func heapTop(file string, n int) string {
-	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", fmt.Sprintf("-nodecount=%d", n), file).CombinedOutput()
-	if err != nil {
-		return fmt.Sprintf("go tool pprof %s: %v\n%s", file, err, out)
-	}
-	var keep []string
-	for _, l := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		if strings.HasPrefix(l, "File:") || strings.HasPrefix(l, "Build ID:") || strings.HasPrefix(l, "Type:") || strings.HasPrefix(l, "Time:") {
-			continue
-		}
-		keep = append(keep, l)
-	}
-	return strings.Join(keep, "\n")
-}
+func heapTop(file string, n int) string { return pprofTop(file, "inuse_space", false, n) }

@@ -1,6 +1,7 @@
 package patches
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -275,7 +276,7 @@ func stampYuniKornDriver(pod *corev1.Pod, p *plan, s policy.Scheduling, gang Gan
 	}
 	setAnnotation(pod, yunikornTaskGroups, string(b))
 	setAnnotation(pod, yunikornTaskGroupName, driverTaskGroup)
-	params := "gangSchedulingStyle=" + firstNonEmpty(s.GangStyle, "Soft")
+	params := "gangSchedulingStyle=" + cmp.Or(s.GangStyle, "Soft")
 	if n := s.PlaceholderSeconds(); n > 0 {
 		params = fmt.Sprintf("placeholderTimeoutInSeconds=%d %s", n, params)
 	}
@@ -312,15 +313,6 @@ func setAnnotation(pod *corev1.Pod, k, v string) {
 		pod.Annotations = map[string]string{}
 	}
 	pod.Annotations[k] = v
-}
-
-func firstNonEmpty(values ...string) string {
-	for _, v := range values {
-		if v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 // String describes the scheduling for people, as sparklet inject reports it.

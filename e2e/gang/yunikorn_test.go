@@ -194,15 +194,7 @@ func useOnlyNode(ctx context.Context, t *testing.T, allocatable corev1.ResourceL
 			t.Fatalf("cordon %s: %v", name, err)
 		}
 	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        gangNode,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": gangNode, "kubernetes.io/os": "linux"},
-		},
-		Status: corev1.NodeStatus{Capacity: allocatable, Allocatable: allocatable},
-	}
-	if _, err := env.Client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil {
+	if _, err := env.Client.CoreV1().Nodes().Create(ctx, cluster.KwokNode(gangNode, allocatable), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll(ctx, t, "node "+gangNode+" Ready and untainted", time.Minute, func(ctx context.Context) (bool, error) {

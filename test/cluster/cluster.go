@@ -291,6 +291,19 @@ func (c *Cluster) waitReady(ctx context.Context) error {
 }
 
 // createNodes registers the fake nodes and waits until kwok reports them Ready.
+// KwokNode is a fake node that kwok runs pods on, with capacity as its
+// capacity and allocatable.
+func KwokNode(name string, capacity corev1.ResourceList) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+}
+
 func (c *Cluster) createNodes(ctx context.Context) error {
 	capacity := corev1.ResourceList{
 		corev1.ResourcePods:   resource.MustParse("3000"),
@@ -298,15 +311,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		corev1.ResourceMemory: resource.MustParse("4Ti"),
 	}
 	for _, name := range Nodes {
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-				Labels:      map[string]string{"type": "kwok", "kubernetes.io/hostname": name, "kubernetes.io/os": "linux"},
-			},
-			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-		}
-		if _, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		if _, err := c.client.CoreV1().Nodes().Create(ctx, KwokNode(name, capacity), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create node %s: %w", name, err)
 		}
 	}
