@@ -118,6 +118,20 @@ func TestYuniKornGang(t *testing.T) {
 				schedulers.YuniKornName, app, schedulers.GroupExecutor, testenv.RunnerNode)
 		}
 	}
+	// The gang's executor size is what the real JVM asks for: Spark's own
+	// arithmetic, read by the webhook at admission.
+	sched, ok, err := patches.SchedulingOf(running)
+	if err != nil || !ok {
+		t.Fatalf("the driver's scheduling annotation: %v (found %v)", err, ok)
+	}
+	for _, p := range pods {
+		got := podresource.PodRequests(p, podresource.PodResourcesOptions{})
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if g, w := got[r], sched.Executor[r]; g.Cmp(w) != 0 {
+				t.Errorf("executor %s asks for %s %s, the gang's executor size is %s", p.Name, r, g.String(), w.String())
+			}
+		}
+	}
 	if _, ok := execs.nthRunning(2); !ok {
 		t.Error("never saw 2 executors Running")
 	}
