@@ -114,15 +114,35 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 		if err := checkYuniKornPod(pod, p.conf); err != nil {
 			return err
 		}
+		// The pod's own priority class is the driver's, and so its
+		// placeholders' and its executors'.
+		s.PriorityClassName = cmp.Or(pod.Spec.PriorityClassName, s.PriorityClassName)
+		warnReplacedYuniKornAnnotations(pod, p)
 	case policy.SchedulerKueue:
 		if s.Queue == "" {
 			return refuseScheduling("Kueue needs a LocalQueue: set annotation %s, or the policy's scheduling.queue", AnnotationQueue)
 		}
+		s.PriorityClassName = cmp.Or(pod.Labels[kueuePriorityClass], s.PriorityClassName)
 	default:
 		return nil
 	}
 	p.sched = &s
 	return nil
+}
+
+// warnReplacedYuniKornAnnotations warns when a pod that sparklet has not
+// injected yet carries gang annotations of its own: sparklet sizes the
+// gang from the Spark configuration and replaces them.
+func warnReplacedYuniKornAnnotations(pod *corev1.Pod, p *plan) {
+	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+		return
+	}
+	for _, k := range []string{yunikornTaskGroups, yunikornTaskGroupName, yunikornPolicyParameters} {
+		if _, ok := pod.Annotations[k]; ok {
+			p.warn(fmt.Sprintf("sparklet replaced annotation %s with the gang it sized from the Spark configuration (docs/scheduling.md); set the timeout with %s",
+				k, AnnotationPlaceholderTimeout))
+		}
+	}
 }
 
 // inferScheduler tells which batch scheduler the pod already asks for

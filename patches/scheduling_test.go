@@ -259,3 +259,47 @@ func TestExecutorStamping(t *testing.T) {
 		}
 	}
 }
+
+// TestSchedulingKeepsThePodsOwn: a pod's own priority class is kept and
+// followed by its executors, and gang annotations sparklet replaces are
+// named in a warning.
+func TestSchedulingKeepsThePodsOwn(t *testing.T) {
+	pol := mustPolicy(t, "scheduling: {batchScheduler: yunikorn, priorityClassName: batch}\n")
+	pod := driverPod(annotated(yunikornTaskGroups, `[{"name":"mine","minMember":1,"minResource":{}}]`),
+		func(p *corev1.Pod) { p.Spec.PriorityClassName = "urgent" })
+	res, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pod.Spec.PriorityClassName != "urgent" {
+		t.Errorf("priorityClassName %q, want the pod's own", pod.Spec.PriorityClassName)
+	}
+	if !strings.Contains(strings.Join(res.Warnings, "\n"), "sparklet replaced annotation "+yunikornTaskGroups) {
+		t.Errorf("no warning about the replaced task groups: %q", res.Warnings)
+	}
+	ex := executorFor("1", "1408Mi")
+	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: "spark-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if ex.Spec.PriorityClassName != "urgent" {
+		t.Errorf("executor priorityClassName %q, want the driver's", ex.Spec.PriorityClassName)
+	}
+	again := pod.DeepCopy()
+	res, err = Driver(again, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+	if err != nil || len(res.Warnings) != 0 {
+		t.Errorf("a second injection: %v, warnings %q", err, res.Warnings)
+	}
+
+	kq := mustPolicy(t, "scheduling: {batchScheduler: kueue, queue: lq, priorityClassName: batch-low}\n")
+	pod = driverPod(func(p *corev1.Pod) { p.Labels[kueuePriorityClass] = "batch-high" })
+	if _, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: kq, Version: "test", AppID: "spark-test"}); err != nil {
+		t.Fatal(err)
+	}
+	ex = executorFor("1", "1408Mi")
+	if err := Executor(ex, ExecutorInput{Policy: kq, Driver: pod, AppID: "spark-test"}); err != nil {
+		t.Fatal(err)
+	}
+	if pod.Labels[kueuePriorityClass] != "batch-high" || ex.Labels[kueuePriorityClass] != "batch-high" {
+		t.Errorf("Kueue priority class: driver %q, executor %q; want the pod's own batch-high", pod.Labels[kueuePriorityClass], ex.Labels[kueuePriorityClass])
+	}
+}
