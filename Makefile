@@ -12,25 +12,33 @@ export PATH := $(BIN):$(PATH)
 
 all: build
 
-build: $(BIN)/sparklet
+build: $(BIN)/sparklet $(BIN)/sparklet-sidecar
+
+SOURCES := $(shell find . -name '*.go' -not -name '*_test.go' -not -path './bin/*' -not -path './hack/*' -not -path './test/*' -not -path './e2e/*' -not -path './bench/*' -not -path './charts/*')
 
 # The binary's sources: everything but tests, the test harness (test/), the
 # tools under hack/ and the commands built on them (bench/ and hack/ are
 # mains; test/layering_test.go keeps the binary off test/ and hack/).
-$(BIN)/sparklet: $(shell find . -name '*.go' -not -name '*_test.go' -not -path './bin/*' -not -path './hack/*' -not -path './test/*' -not -path './e2e/*' -not -path './bench/*' -not -path './charts/*') go.mod go.sum
+$(BIN)/sparklet: $(SOURCES) go.mod go.sum
 	@mkdir -p $(BIN)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $@ ./cmd/sparklet
 
+# The same command with only the sidecar (cmd/sparklet/commands_sidecaronly.go):
+# `sparklet sidecar` hands over to it when it sits next to sparklet.
+$(BIN)/sparklet-sidecar: $(SOURCES) go.mod go.sum
+	@mkdir -p $(BIN)
+	CGO_ENABLED=0 $(GO) build -trimpath -tags sidecaronly -ldflags '$(LDFLAGS)' -o $@ ./cmd/sparklet
+
 # sparklet's image as a tarball, without a container engine (hack/image):
-# bin/sparklet on an empty base, user 65532, entrypoint /sparklet,
+# bin/sparklet and bin/sparklet-sidecar on an empty base, user 65532, entrypoint /sparklet,
 # labelled with the version the binary reports, tagged with the chart's
 # appVersion so the chart's default image is this one.
 # Reproducible: the same commit gives the same digest. Load it with
 # docker load, podman load or kind load image-archive.
 IMAGE_REPOSITORY ?= ghcr.io/sparklet/sparklet
 IMAGE_TAG ?= $(shell sed -n 's/^appVersion: *"*\([^"]*\)"*$$/\1/p' charts/sparklet/Chart.yaml)
-image: $(BIN)/sparklet
-	cd hack/image && GOFLAGS=-mod=mod $(GO) run . --binary $(BIN)/sparklet --out $(BIN)/sparklet-image.tar \
+image: $(BIN)/sparklet $(BIN)/sparklet-sidecar
+	cd hack/image && GOFLAGS=-mod=mod $(GO) run . --binary $(BIN)/sparklet --sidecar-binary $(BIN)/sparklet-sidecar --out $(BIN)/sparklet-image.tar \
 	  --tag $(IMAGE_REPOSITORY):$(IMAGE_TAG) --version $$($(BIN)/sparklet version | sed -n 's/^version: //p') \
 	  --revision $$(git rev-parse HEAD 2>/dev/null) --created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
 
@@ -91,7 +99,9 @@ fuzz:
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags sidecaronly ./cmd/...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 -tags sidecaronly ./cmd/...
 	$(GO) test -count=1 -run Layering ./test
 
 demo: build cluster-binaries spark-dists

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/flowcontrol"
 
 	"github.com/sparklet/sparklet/patches"
@@ -21,7 +21,7 @@ import (
 // allocator creates the executor pods the JVM asks for, under the executor
 // policy, with bounded concurrency and rate.
 type allocator struct {
-	client    kubernetes.Interface
+	client    kubecore.Interface
 	state     *state
 	policy    *policy.Effective
 	appID     string
@@ -50,7 +50,7 @@ type allocator struct {
 // newAllocator returns an allocator that creates at most
 // sidecar.createConcurrency executors at once and sidecar.createQPS a
 // second, as the policy (with its defaults filled in) says.
-func newAllocator(client kubernetes.Interface, st *state, pol *policy.Effective, namespace, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
+func newAllocator(client kubecore.Interface, st *state, pol *policy.Effective, namespace, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
 	conc := pol.Sidecar.CreateConcurrency
 	return &allocator{
 		client: client, state: st, policy: pol, appID: appID, namespace: namespace, events: ev, metrics: m, log: log,
@@ -107,11 +107,11 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 		return nil, false, apierrors.NewTimeoutError("waiting to create the executor", 1)
 	}
 	start := a.now()
-	out, err := a.client.CoreV1().Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
+	out, err := a.client.Pods(a.namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: fieldManager})
 	a.metrics.createLatency.Observe(time.Since(start).Seconds())
 	switch {
 	case apierrors.IsAlreadyExists(err):
-		existing, gerr := a.client.CoreV1().Pods(a.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
+		existing, gerr := a.client.Pods(a.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 		if gerr == nil && existing.Labels[patches.LabelAppID] == a.appID {
 			return existing, false, nil
 		}

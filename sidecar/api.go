@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/sirupsen/logrus"
+	"github.com/sparklet/sparklet/internal/kubecore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 )
 
 // fieldManager names the sidecar on every write it makes.
@@ -23,7 +23,7 @@ type API struct {
 	appID     string
 	driver    string // the driver pod's name
 	token     []byte
-	client    kubernetes.Interface
+	client    kubecore.Interface
 	state     *state
 	alloc     *allocator
 	metrics   *metrics

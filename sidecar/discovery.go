@@ -1,12 +1,13 @@
 package sidecar
 
 import (
+	"context"
 	"net/http"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
-	"k8s.io/client-go/kubernetes"
 )
 
 var podsGR = schema.GroupResource{Resource: "pods"}
@@ -61,8 +62,8 @@ func (a *API) serveDiscovery(w http.ResponseWriter, req *request) (string, bool)
 
 // serverVersion is the API server's version, which the sidecar reports as
 // its own.
-func serverVersion(client kubernetes.Interface) *version.Info {
-	if v, err := client.Discovery().ServerVersion(); err == nil && v != nil {
+func serverVersion(ctx context.Context, client kubecore.Interface) *version.Info {
+	if v, err := client.ServerVersion(ctx); err == nil && v != nil {
 		return v
 	}
 	return &version.Info{Major: "1", Minor: "33", GitVersion: "v1.33.0"}

@@ -7,11 +7,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -38,9 +37,9 @@ type recorder struct {
 	pending    sync.WaitGroup
 }
 
-func newRecorder(client kubernetes.Interface, driver *corev1.Pod, log *logrus.Entry) *recorder {
+func newRecorder(client kubecore.Interface, driver *corev1.Pod, log *logrus.Entry) *recorder {
 	r := &recorder{
-		sink: &typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events(driver.Namespace)},
+		sink: eventSink{client},
 		correlator: record.NewEventCorrelatorWithOptions(record.CorrelatorOptions{
 			// The default key is the source and object only, so one
 			// reason's refusals would silence every other reason.

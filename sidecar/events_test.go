@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func waitEvent(t *testing.T, client *fake.Clientset, reason string, ok func(core
 func testRecorder(client *fake.Clientset) *recorder {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return newRecorder(client, driver(), log.WithField("component", "test"))
+	return newRecorder(kubecoretest.New(client), driver(), log.WithField("component", "test"))
 }
 
 // A JVM retries a refused executor every second, each time under a new

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"net/http"
 	"net/url"
@@ -50,7 +51,7 @@ func startFuzzTarget(f *testing.F) *fuzzTarget {
 	sc := newTestSidecar(f, "limits: {maxExecutors: 5}")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- sc.Run(ctx, client) }()
+	go func() { done <- sc.Run(ctx, kubecoretest.New(client)) }()
 	select {
 	case <-sc.Ready():
 	case err := <-done:

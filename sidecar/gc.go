@@ -1,7 +1,5 @@
 package sidecar
 
-import "runtime/debug"
-
 // GCPercent is the sidecar's GOGC unless the GOGC env var sets one. The
 // sidecar's live heap is small (each cached executor's JSON and the few
 // fields it reads, about 5 KiB an executor) and it allocates little once
@@ -11,11 +9,3 @@ import "runtime/debug"
 // section. GOMEMLIMIT, set from the container's memory limit, still
 // bounds the heap.
 const GCPercent = 10
-
-// SetGCPercent applies GCPercent unless lookup finds GOGC set.
-func SetGCPercent(lookup func(string) (string, bool)) {
-	if _, ok := lookup("GOGC"); ok {
-		return
-	}
-	debug.SetGCPercent(GCPercent)
-}

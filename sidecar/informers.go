@@ -2,11 +2,14 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
+	"errors"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/patches"
 )
@@ -26,54 +29,66 @@ const (
 // waits for both caches to sync. The returned channel is closed when the
 // Spark container ends. The informers run until stop is closed.
 func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*state, <-chan struct{}, error) {
-	execFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.LabelSelector = patches.LabelAppID + "=" + s.appID + "," + patches.LabelRole + "=executor"
-		}))
-	driverFactory := informers.NewSharedInformerFactoryWithOptions(s.client, 0, informers.WithNamespace(s.cfg.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
-		}))
-	execPods := execFactory.Core().V1().Pods()
-	driverPods := driverFactory.Core().V1().Pods()
+	execPods := s.podInformer(func(o *metav1.ListOptions) {
+		o.LabelSelector = patches.LabelAppID + "=" + s.appID + "," + patches.LabelRole + "=executor"
+	})
+	driverPods := s.podInformer(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
+	})
 	// Both caches keep each pod's JSON and the fields the sidecar reads;
 	// the driver's also the whole pod, which the executor patches read.
-	if err := execPods.Informer().SetTransform(podTransform(false)); err != nil {
+	if err := execPods.SetTransform(podTransform(false)); err != nil {
 		return nil, nil, err
 	}
-	if err := driverPods.Informer().SetTransform(podTransform(true)); err != nil {
+	if err := driverPods.SetTransform(podTransform(true)); err != nil {
 		return nil, nil, err
 	}
 	st := &state{
 		driverName: s.cfg.PodName,
-		executors: &source{store: execPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
+		executors: &source{store: execPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
 			keep: func(p *cachedPod) bool {
 				return p.Labels[patches.LabelAppID] == s.appID && p.Labels[patches.LabelRole] == "executor"
 			}},
-		driverSource: &source{store: driverPods.Informer().GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
+		driverSource: &source{store: driverPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
 			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},
 	}
-	if _, err := execPods.Informer().AddEventHandler(st.executors.hub.handler()); err != nil {
+	if _, err := execPods.AddEventHandler(st.executors.hub.handler()); err != nil {
 		return nil, nil, err
 	}
-	if _, err := driverPods.Informer().AddEventHandler(st.driverSource.hub.handler()); err != nil {
+	if _, err := driverPods.AddEventHandler(st.driverSource.hub.handler()); err != nil {
 		return nil, nil, err
 	}
 	onEnd, ended := s.sparkEndedHandler()
-	if _, err := driverPods.Informer().AddEventHandler(onEnd); err != nil {
+	if _, err := driverPods.AddEventHandler(onEnd); err != nil {
 		return nil, nil, err
 	}
-	execFactory.Start(stop)
-	driverFactory.Start(stop)
-	for typ, ok := range execFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, nil, fmt.Errorf("executor informer %v did not sync", typ)
-		}
+	go execPods.Run(stop)
+	go driverPods.Run(stop)
+	if !cache.WaitForCacheSync(ctx.Done(), execPods.HasSynced) {
+		return nil, nil, errors.New("executor informer did not sync")
 	}
-	for typ, ok := range driverFactory.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, nil, fmt.Errorf("driver informer %v did not sync", typ)
-		}
+	if !cache.WaitForCacheSync(ctx.Done(), driverPods.HasSynced) {
+		return nil, nil, errors.New("driver informer did not sync")
 	}
 	return st, ended, nil
+}
+
+// podInformer is an informer on the pods of the sidecar's namespace that
+// tweak selects, built as client-go's informer factory builds its pod
+// informer (informers/core/v1/pod.go, v0.36) but on the sidecar's own
+// client.
+func (s *Sidecar) podInformer(tweak func(*metav1.ListOptions)) cache.SharedIndexInformer {
+	pods := s.client.Pods(s.cfg.Namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			tweak(&o)
+			return pods.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			tweak(&o)
+			return pods.Watch(ctx, o)
+		},
+	}
+	return cache.NewSharedIndexInformerWithOptions(cache.ToListWatcherWithWatchListSemantics(lw, s.client), &corev1.Pod{},
+		cache.SharedIndexInformerOptions{Indexers: cache.Indexers{cache.NamespaceIndex: cache.MetaNamespaceIndexFunc}})
 }

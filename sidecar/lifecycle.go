@@ -6,9 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/patches"
@@ -42,23 +42,23 @@ func sparkTerminated(pod *corev1.Pod, container string) bool {
 
 // cleanup deletes the application's executor pods, executor ConfigMaps and
 // PVCs: what Spark's own stop() would delete had the JVM stopped cleanly.
-func cleanup(ctx context.Context, client kubernetes.Interface, namespace, appID string) error {
+func cleanup(ctx context.Context, client kubecore.Interface, namespace, appID string) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
 	app := patches.LabelAppID + "=" + appID
-	core := client.CoreV1()
+
 	steps := []struct {
 		what string
 		run  func() error
 	}{
 		{"executor pods", func() error {
-			return core.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + patches.LabelRole + "=executor"})
+			return client.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + patches.LabelRole + "=executor"})
 		}},
 		{"executor ConfigMaps", func() error {
-			return core.ConfigMaps(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
+			return client.ConfigMaps(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
 		}},
 		{"PVCs", func() error {
-			return core.PersistentVolumeClaims(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
+			return client.PersistentVolumeClaims(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})
 		}},
 	}
 	for _, s := range steps {

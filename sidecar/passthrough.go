@@ -35,7 +35,7 @@ func (a *API) servePassThrough(w http.ResponseWriter, req *request) {
 	lo := metav1.ListOptions{LabelSelector: sel.withApp(a.appID).String(), FieldSelector: sel.fields.String()}
 	switch req.verb {
 	case "list": // persistentvolumeclaims only
-		list, err := a.client.CoreV1().PersistentVolumeClaims(a.namespace).List(req.Context(), lo)
+		list, err := a.client.PersistentVolumeClaims(a.namespace).List(req.Context(), lo)
 		if err != nil {
 			writeError(w, err)
 			return
@@ -62,20 +62,20 @@ func (a *API) servePassThrough(w http.ResponseWriter, req *request) {
 }
 
 func (a *API) deleteCollection(ctx context.Context, resource string, opts metav1.DeleteOptions, lo metav1.ListOptions) error {
-	core := a.client.CoreV1()
+
 	switch resource {
 	case "configmaps":
-		return core.ConfigMaps(a.namespace).DeleteCollection(ctx, opts, lo)
+		return a.client.ConfigMaps(a.namespace).DeleteCollection(ctx, opts, lo)
 	case "persistentvolumeclaims":
-		return core.PersistentVolumeClaims(a.namespace).DeleteCollection(ctx, opts, lo)
+		return a.client.PersistentVolumeClaims(a.namespace).DeleteCollection(ctx, opts, lo)
 	}
 	// Services have no collection delete in the API; delete them one by one.
-	list, err := core.Services(a.namespace).List(ctx, lo)
+	list, err := a.client.Services(a.namespace).List(ctx, lo)
 	if err != nil {
 		return err
 	}
 	for _, s := range list.Items {
-		if err := core.Services(a.namespace).Delete(ctx, s.Name, opts); err != nil && !apierrors.IsNotFound(err) {
+		if err := a.client.Services(a.namespace).Delete(ctx, s.Name, opts); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 	}
@@ -106,7 +106,7 @@ func (a *API) createConfigMap(req *request) (*corev1.ConfigMap, error) {
 	if err := a.decodeOwned(req, &cm, &cm.ObjectMeta); err != nil {
 		return nil, err
 	}
-	out, err := a.client.CoreV1().ConfigMaps(a.namespace).Create(req.Context(), &cm, metav1.CreateOptions{FieldManager: fieldManager})
+	out, err := a.client.ConfigMaps(a.namespace).Create(req.Context(), &cm, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (a *API) createPVC(req *request) (*corev1.PersistentVolumeClaim, error) {
 	if err := a.decodeOwned(req, &pvc, &pvc.ObjectMeta); err != nil {
 		return nil, err
 	}
-	out, err := a.client.CoreV1().PersistentVolumeClaims(a.namespace).Create(req.Context(), &pvc, metav1.CreateOptions{FieldManager: fieldManager})
+	out, err := a.client.PersistentVolumeClaims(a.namespace).Create(req.Context(), &pvc, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil {
 		return nil, err
 	}

@@ -93,7 +93,7 @@ func (a *API) deletePod(w http.ResponseWriter, req *request) {
 		writeError(w, err)
 		return
 	}
-	if err := a.client.CoreV1().Pods(a.namespace).Delete(req.Context(), req.name, opts); err != nil {
+	if err := a.client.Pods(a.namespace).Delete(req.Context(), req.name, opts); err != nil {
 		writeError(w, err)
 		return
 	}
@@ -122,7 +122,7 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
-			err := a.client.CoreV1().Pods(a.namespace).Delete(req.Context(), list[i].Name, opts)
+			err := a.client.Pods(a.namespace).Delete(req.Context(), list[i].Name, opts)
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs[i] = err
 			}
@@ -155,7 +155,7 @@ func (a *API) patchPod(w http.ResponseWriter, req *request) {
 		writeError(w, apierrors.NewForbidden(podsGR, req.name, err))
 		return
 	}
-	pod, err := a.client.CoreV1().Pods(a.namespace).Patch(req.Context(), req.name, pt, body, metav1.PatchOptions{FieldManager: fieldManager})
+	pod, err := a.client.Pods(a.namespace).Patch(req.Context(), req.name, pt, body, metav1.PatchOptions{FieldManager: fieldManager})
 	if err != nil {
 		writeError(w, err)
 		return

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
@@ -23,7 +23,7 @@ import (
 // Sidecar is one running sidecar.
 type Sidecar struct {
 	cfg     Config
-	client  kubernetes.Interface
+	client  kubecore.Interface
 	log     *logrus.Entry
 	metrics *metrics
 	appID   string
@@ -54,7 +54,7 @@ func (s *Sidecar) Ready() <-chan struct{} { return s.ready }
 // Run starts the sidecar and returns when the driver has ended and its
 // executors are cleaned up (nil), when ctx ends (after cleaning up, as the
 // kubelet stops a native sidecar once the driver exits), or on error.
-func (s *Sidecar) Run(ctx context.Context, client kubernetes.Interface) error {
+func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	s.client = client
 	pol, err := s.effectivePolicy()
 	if err != nil {
@@ -111,7 +111,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 	s.metrics.watchPhases(st)
 	api := &API{
 		namespace: s.cfg.Namespace, appID: s.appID, driver: s.cfg.PodName, token: token, client: s.client,
-		state: st, metrics: s.metrics, log: s.log, server: serverVersion(s.client),
+		state: st, metrics: s.metrics, log: s.log, server: serverVersion(ctx, s.client),
 	}
 	api.alloc = newAllocator(s.client, st, pol, s.cfg.Namespace, s.appID, s.events, s.metrics, s.log)
 	return api, ended, nil
@@ -120,7 +120,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 // readDriver reads the driver pod for the application it belongs to, and
 // refuses to go on when its Spark configuration was edited after admission.
 func (s *Sidecar) readDriver(ctx context.Context) error {
-	own, err := s.client.CoreV1().Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{})
+	own, err := s.client.Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{})
 	if err != nil {
 		return fmt.Errorf("read own pod %s/%s: %w", s.cfg.Namespace, s.cfg.PodName, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"net/http"
 	"os"
@@ -62,7 +63,7 @@ func startWith(t *testing.T, policyYAML string, drv *corev1.Pod, objects ...runt
 	sc := newTestSidecar(t, policyYAML)
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, client: client, sc: sc, done: make(chan error, 1), cancel: cancel}
-	go func() { h.done <- sc.Run(ctx, client) }()
+	go func() { h.done <- sc.Run(ctx, kubecoretest.New(client)) }()
 	select {
 	case <-sc.Ready():
 	case err := <-h.done:
@@ -155,7 +156,7 @@ func TestEditedConfigurationIsRefused(t *testing.T) {
 	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
 		TokenFile: filepath.Join(t.TempDir(), "token"), SparkContainer: "spark", CleanupTimeout: time.Second,
 		ConfSHA256: patches.ConfDigest("spark.eventLog.enabled true\n")}
-	err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), client)
+	err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), kubecoretest.New(client))
 	if err == nil || !strings.Contains(err.Error(), "changed after admission") {
 		t.Fatalf("err = %v", err)
 	}

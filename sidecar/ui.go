@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
@@ -110,7 +110,7 @@ func ingressURL(ing *networkingv1.Ingress) string {
 // policy has a template, records the URL (the Ingress's if any) in the
 // driver's sparklet.io/ui-url annotation and says so in an Event. A
 // failure is a Warning Event, never the driver's failure.
-func exposeUI(ctx context.Context, client kubernetes.Interface, driver *corev1.Pod, pol *policy.Effective, appID string, events *recorder) {
+func exposeUI(ctx context.Context, client kubecore.Interface, driver *corev1.Pod, pol *policy.Effective, appID string, events *recorder) {
 	svc, err := uiService(driver, pol, appID)
 	if err != nil {
 		events.warning("SparkUIFailed", "no Spark UI Service: "+err.Error())
@@ -119,14 +119,14 @@ func exposeUI(ctx context.Context, client kubernetes.Interface, driver *corev1.P
 	if svc == nil {
 		return
 	}
-	_, err = client.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
+	_, err = client.Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{FieldManager: fieldManager})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		events.warning("SparkUIFailed", fmt.Sprintf("create Service %s for the Spark UI: %v", svc.Name, err))
 		return
 	}
 	url := UIURL(svc)
 	if ing := uiIngress(svc, pol.UIIngress, appID); ing != nil {
-		_, err := client.NetworkingV1().Ingresses(ing.Namespace).Create(ctx, ing, metav1.CreateOptions{FieldManager: fieldManager})
+		_, err := client.Ingresses(ing.Namespace).Create(ctx, ing, metav1.CreateOptions{FieldManager: fieldManager})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			events.warning("SparkUIFailed", fmt.Sprintf("create Ingress %s for the Spark UI: %v", ing.Name, err))
 		} else {
@@ -134,7 +134,7 @@ func exposeUI(ctx context.Context, client kubernetes.Interface, driver *corev1.P
 		}
 	}
 	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{patches.AnnotationUIURL: url}}})
-	if _, err := client.CoreV1().Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+	if _, err := client.Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		events.warning("SparkUIFailed", fmt.Sprintf("annotate the driver with the Spark UI's URL %s: %v", url, err))
 		return
 	}

@@ -17,6 +17,7 @@ type app struct {
 	stdout, stderr io.Writer
 	logLevel       string
 	log            *logrus.Entry
+	args           []string // the command line, less the program's name
 }
 
 // Exit codes.
@@ -55,28 +56,9 @@ func newRootCmd(a *app) *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&a.logLevel, "log-level", "info", "debug, info, warn or error; logs are JSON on standard error")
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(
-		newWebhookCmd(a), newSidecarCmd(a), newInitCmd(a),
-		newInjectCmd(a), newPolicyCmd(a), newCheckCmd(a), newVersionCmd(a),
-	)
+	root.AddCommand(commands(a)...)
 	root.CompletionOptions.HiddenDefaultCmd = false
 	return root
-}
-
-// groupCmd is a command that only holds subcommands: alone it prints its
-// help, with an argument it names the unknown subcommand.
-func groupCmd(use, short string) *cobra.Command {
-	return &cobra.Command{
-		Use:   use,
-		Short: short,
-		Args:  cobra.ArbitraryArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return cmd.Help()
-		},
-	}
 }
 
 // noArgs refuses positional arguments as a usage error.
@@ -110,6 +92,7 @@ func execute(a *app, args []string) int {
 
 // run runs the command line and returns the command it ran and its error.
 func (a *app) run(args []string) (*cobra.Command, error) {
+	a.args = args
 	root := newRootCmd(a)
 	root.SetArgs(args)
 	root.SetIn(a.stdin)

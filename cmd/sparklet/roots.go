@@ -1,3 +1,5 @@
+//go:build !sidecaronly
+
 package main
 
 // The image is the static binary on an empty base, with no

@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 
+	"github.com/sparklet/sparklet/internal/gcpercent"
+	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/sidecar"
 )
@@ -40,7 +41,8 @@ func newSidecarCmd(a *app) *cobra.Command {
 }
 
 func runSidecar(a *app, cfg sidecar.Config) error {
-	sidecar.SetGCPercent(os.LookupEnv)
+	handOver(a)
+	gcpercent.Set(sidecar.GCPercent, os.LookupEnv)
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -52,7 +54,7 @@ func runSidecar(a *app, cfg sidecar.Config) error {
 	rc.QPS, rc.Burst = 100, 200
 	s := sidecar.New(cfg, a.log)
 	rc.Wrap(s.WrapTransport)
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubecore.New(rc)
 	if err != nil {
 		return err
 	}

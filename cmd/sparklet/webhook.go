@@ -1,9 +1,9 @@
+//go:build !sidecaronly
+
 package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -11,9 +11,8 @@ import (
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/sparklet/sparklet/internal/gcpercent"
 	"github.com/sparklet/sparklet/webhook"
 )
 
@@ -25,6 +24,7 @@ func newWebhookCmd(a *app) *cobra.Command {
 		Short: "Run the mutating admission webhook that injects driver pods",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
+			gcpercent.Set(webhook.GCPercent, os.LookupEnv)
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var err error
@@ -55,19 +55,4 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 		return nil, err
 	}
 	return kubernetes.NewForConfig(rc)
-}
-
-// restConfig reads the kubeconfig when given, else the pod's service account.
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	var rc *rest.Config
-	var err error
-	if kubeconfig != "" {
-		rc, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
-	} else if rc, err = rest.InClusterConfig(); err == rest.ErrNotInCluster {
-		err = errors.New("not in a pod: pass --kubeconfig")
-	}
-	if err != nil {
-		return nil, fmt.Errorf("kubernetes credentials: %w", err)
-	}
-	return rc, nil
 }

@@ -132,10 +132,10 @@ func TestImage(t *testing.T) {
 		t.Errorf("tagged %v, the chart's default image is %s", m.RepoTags, want)
 	}
 
-	// One layer: /sparklet, root-owned, executable, whose digest is the
-	// config's diff_id; it runs.
+	// One layer: /sparklet and /sparklet-sidecar, root-owned, executable,
+	// whose digest is the config's diff_id; they run.
 	if len(m.Layers) != 1 || len(cfg.RootFS.DiffIDs) != 1 {
-		t.Fatalf("layers %v, diff_ids %v; want the binary alone", m.Layers, cfg.RootFS.DiffIDs)
+		t.Fatalf("layers %v, diff_ids %v; want the binaries' layer alone", m.Layers, cfg.RootFS.DiffIDs)
 	}
 	zr, err := gzip.NewReader(bytes.NewReader(blobs[m.Layers[0]]))
 	if err != nil {
@@ -150,17 +150,28 @@ func TestImage(t *testing.T) {
 		t.Errorf("layer digest %s, config says %s", got, cfg.RootFS.DiffIDs[0])
 	}
 	contents, hdrs := files(t, bytes.NewReader(raw))
-	h := hdrs["sparklet"]
-	if len(hdrs) != 1 || h == nil || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
-		t.Fatalf("layer holds %v; want sparklet alone, 0755, owned by root", hdrs)
+	if len(hdrs) != 2 {
+		t.Fatalf("layer holds %v; want sparklet and sparklet-sidecar", hdrs)
 	}
-	bin := filepath.Join(t.TempDir(), "sparklet")
-	if err := os.WriteFile(bin, contents["sparklet"], 0o755); err != nil {
-		t.Fatal(err)
+	dir := t.TempDir()
+	for _, name := range []string{"sparklet", "sparklet-sidecar"} {
+		h := hdrs[name]
+		if h == nil || h.Mode != 0o755 || h.Uid != 0 || h.Gid != 0 {
+			t.Fatalf("layer holds %v; want %s, 0755, owned by root", hdrs, name)
+		}
+		bin := filepath.Join(dir, name)
+		if err := os.WriteFile(bin, contents[name], 0o755); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(bin, "version").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), cfg.Config.Labels["org.opencontainers.image.version"]) {
+			t.Errorf("the image's %s: version: %v: %q, want the version label %q", name, err, out, cfg.Config.Labels["org.opencontainers.image.version"])
+		}
 	}
-	out, err := exec.Command(bin, "version").CombinedOutput()
-	if err != nil || !strings.Contains(string(out), cfg.Config.Labels["org.opencontainers.image.version"]) {
-		t.Errorf("the image's binary: sparklet version: %v: %q, want the version label %q", err, out, cfg.Config.Labels["org.opencontainers.image.version"])
+	// sparklet-sidecar is the sidecar-only build.
+	out, err := exec.Command(filepath.Join(dir, "sparklet-sidecar"), "webhook").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), `unknown command "webhook"`) {
+		t.Errorf("sparklet-sidecar webhook: %v: %q; want it refused, the sidecar-only build has no webhook", err, out)
 	}
 }
 

@@ -14,7 +14,9 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -31,6 +33,7 @@ const User = "65532:65532"
 
 func main() {
 	binary := flag.String("binary", "bin/sparklet", "the static sparklet binary")
+	sidecarBinary := flag.String("sidecar-binary", "bin/sparklet-sidecar", "the static sidecar-only build of it (make build), which `sparklet sidecar` hands over to")
 	out := flag.String("out", "bin/sparklet-image.tar", "the image tarball to write")
 	tag := flag.String("tag", "", "the image reference recorded in the tarball, e.g. ghcr.io/sparklet/sparklet:0.1.0")
 	version := flag.String("version", "dev", "the sparklet version (label org.opencontainers.image.version)")
@@ -45,7 +48,7 @@ func main() {
 	if *tag == "" {
 		fail(fmt.Errorf("--tag is required"))
 	}
-	digest, err := build(*binary, *out, *tag, *arch, time.Unix(*epoch, 0).UTC(), map[string]string{
+	digest, err := build(map[string]string{"sparklet": *binary, "sparklet-sidecar": *sidecarBinary}, *out, *tag, *arch, time.Unix(*epoch, 0).UTC(), map[string]string{
 		"org.opencontainers.image.title":    "sparklet",
 		"org.opencontainers.image.version":  *version,
 		"org.opencontainers.image.revision": *revision,
@@ -63,16 +66,22 @@ func fail(err error) {
 	os.Exit(1)
 }
 
-func build(binary, out, tag, arch string, created time.Time, labels map[string]string) (v1.Hash, error) {
+// build writes the image of binaries, each a file at the root named by
+// its key.
+func build(binaries map[string]string, out, tag, arch string, created time.Time, labels map[string]string) (v1.Hash, error) {
 	ref, err := name.NewTag(tag)
 	if err != nil {
 		return v1.Hash{}, fmt.Errorf("--tag %s: %w", tag, err)
 	}
-	data, err := os.ReadFile(binary)
-	if err != nil {
-		return v1.Hash{}, fmt.Errorf("--binary: %w", err)
+	files := map[string][]byte{}
+	for name, path := range binaries {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return v1.Hash{}, fmt.Errorf("the %s binary: %w", name, err)
+		}
+		files[name] = data
 	}
-	layerTar, err := binaryLayer(data, created)
+	layerTar, err := binaryLayer(files, created)
 	if err != nil {
 		return v1.Hash{}, err
 	}
@@ -84,7 +93,7 @@ func build(binary, out, tag, arch string, created time.Time, labels map[string]s
 	img, err := mutate.Append(mutate.MediaType(empty.Image, types.OCIManifestSchema1), mutate.Addendum{
 		Layer: layer,
 		History: v1.History{Created: v1.Time{Time: created}, CreatedBy: "sparklet binary (make image)",
-			Comment: "the static sparklet binary at /sparklet"},
+			Comment: "the static sparklet binaries at /sparklet and /sparklet-sidecar"},
 	})
 	if err != nil {
 		return v1.Hash{}, err
@@ -108,17 +117,21 @@ func build(binary, out, tag, arch string, created time.Time, labels map[string]s
 	return img.Digest()
 }
 
-// binaryLayer is a tar of /sparklet, owned by root, mode 0755, dated created.
-func binaryLayer(data []byte, created time.Time) ([]byte, error) {
+// binaryLayer is a tar of files at the root, in name order, owned by
+// root, mode 0755, dated created.
+func binaryLayer(files map[string][]byte, created time.Time) ([]byte, error) {
 	var buf bytes.Buffer
 	tw := tar.NewWriter(&buf)
-	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: "sparklet", Mode: 0o755, Size: int64(len(data)), ModTime: created, Format: tar.FormatPAX,
-		PAXRecords: map[string]string{}}
-	if err := tw.WriteHeader(hdr); err != nil {
-		return nil, err
-	}
-	if _, err := tw.Write(data); err != nil {
-		return nil, err
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		data := files[name]
+		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: int64(len(data)), ModTime: created, Format: tar.FormatPAX,
+			PAXRecords: map[string]string{}}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return nil, err
+		}
+		if _, err := tw.Write(data); err != nil {
+			return nil, err
+		}
 	}
 	if err := tw.Close(); err != nil {
 		return nil, err

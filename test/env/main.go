@@ -25,7 +25,7 @@ func Main(m *testing.M, name string, opts Options, use func(*Env) error) int {
 
 func runMain(m *testing.M, name string, opts Options, use func(*Env) error) int {
 	opts.BinDir = os.Getenv("SPARKLET_BIN_DIR")
-	for _, b := range []string{"sparklet", "kube-apiserver", "etcd", "kwok"} {
+	for _, b := range []string{"sparklet", "sparklet-sidecar", "kube-apiserver", "etcd", "kwok"} {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, b)); err != nil {
 			fmt.Fprintf(os.Stderr, "%s: %s missing from SPARKLET_BIN_DIR=%q: run make test, which builds it\n", name, b, opts.BinDir)
 			return 1

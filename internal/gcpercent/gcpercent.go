@@ -1,0 +1,12 @@
+// Package gcpercent sets a component's GOGC unless the GOGC env var does.
+package gcpercent
+
+import "runtime/debug"
+
+// Set applies percent as the GC percent unless lookup finds GOGC set.
+func Set(percent int, lookup func(string) (string, bool)) {
+	if _, ok := lookup("GOGC"); ok {
+		return
+	}
+	debug.SetGCPercent(percent)
+}

@@ -1,0 +1,56 @@
+// Package kubecoretest serves kubecore.Interface from a client-go
+// clientset, such as client-go's fake, for tests.
+package kubecoretest
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/sparklet/sparklet/internal/kubecore"
+)
+
+// Clientset is kubecore.Interface over a client-go clientset.
+type Clientset struct{ kubernetes.Interface }
+
+// New wraps cs.
+func New(cs kubernetes.Interface) *Clientset { return &Clientset{cs} }
+
+func (c *Clientset) Pods(ns string) kubecore.Collection[*corev1.Pod, *corev1.PodList] {
+	return c.CoreV1().Pods(ns)
+}
+
+func (c *Clientset) Events(ns string) kubecore.Collection[*corev1.Event, *corev1.EventList] {
+	return c.CoreV1().Events(ns)
+}
+
+func (c *Clientset) ConfigMaps(ns string) kubecore.Collection[*corev1.ConfigMap, *corev1.ConfigMapList] {
+	return c.CoreV1().ConfigMaps(ns)
+}
+
+func (c *Clientset) PersistentVolumeClaims(ns string) kubecore.Collection[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
+	return c.CoreV1().PersistentVolumeClaims(ns)
+}
+
+func (c *Clientset) Services(ns string) kubecore.Resource[*corev1.Service, *corev1.ServiceList] {
+	return c.CoreV1().Services(ns)
+}
+
+func (c *Clientset) Ingresses(ns string) kubecore.Resource[*networkingv1.Ingress, *networkingv1.IngressList] {
+	return c.NetworkingV1().Ingresses(ns)
+}
+
+func (c *Clientset) ServerVersion(context.Context) (*version.Info, error) {
+	return c.Discovery().ServerVersion()
+}
+
+// IsWatchListSemanticsUnSupported passes on what the clientset says:
+// client-go's fake does not support watch-list, and informers must not
+// try it (k8s.io/client-go/util/watchlist, v0.36).
+func (c *Clientset) IsWatchListSemanticsUnSupported() bool {
+	u, ok := c.Interface.(interface{ IsWatchListSemanticsUnSupported() bool })
+	return ok && u.IsWatchListSemanticsUnSupported()
+}
