@@ -148,6 +148,11 @@ func run(o options) error {
 	ctx := context.Background()
 	o.bin, _ = filepath.Abs(o.bin)
 	o.dir, _ = filepath.Abs(o.dir)
+	// The sidecars measured are the image's: sparklet hands over to the
+	// sidecar-only build next to it.
+	if _, err := os.Stat(filepath.Join(o.bin, "sparklet-sidecar")); err != nil {
+		return fmt.Errorf("%w: make build builds it", err)
+	}
 	_ = os.RemoveAll(o.dir)
 	policy, _ := filepath.Abs("bench/policy.yaml")
 	// The real drivers of the jvm section run on the pod runner's node,
@@ -269,11 +274,16 @@ func admissionReview(file string) (string, error) {
 func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 128}} //nolint:gosec // loopback load
 	base := "https://" + env.Addr()
-	nullBase, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"))
+	nullBase, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"), false)
 	if err != nil {
 		return err
 	}
 	defer stopNull()
+	typedBase, stopTyped, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "typed-noop-webhook.log"), true)
+	if err != nil {
+		return err
+	}
+	defer stopTyped()
 	r.line("## 1. Webhook admission")
 	r.line("")
 	r.line("Driver pods POSTed as AdmissionReviews over HTTPS on loopback to `sparklet webhook` and, side by side in this run, to a null webhook (`bench/nullwebhook.go`: a process of its own with the same certificate that decodes the AdmissionReview and allows it with no patch). %d requests per row and webhook, after a warm-up; the two take turns going first. Client-side latency includes TLS and HTTP; the server-side percentiles are read from the webhook's own histogram `sparklet_admission_duration_seconds` (bucket bounds, interpolated). Ratios are sparklet / null.", o.admissions)
@@ -283,6 +293,7 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	r.line("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var large string
 	var verdicts []string
+	var floor []string
 	for _, pod := range benchPods {
 		review, err := admissionReview(pod.file)
 		if err != nil {
@@ -290,11 +301,15 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		}
 		large = review
 		for i, conc := range []int{1, 16, 64} {
-			var null, ours load
+			var null, typed, ours load
 			var before map[float64]float64
 			runs := []func() error{
 				func() (err error) {
 					null, err = measure(ctx, client, nullBase+"/", review, false, conc, o.admissions)
+					return err
+				},
+				func() (err error) {
+					typed, err = measure(ctx, client, typedBase+"/", review, false, conc, o.admissions)
 					return err
 				},
 				func() (err error) {
@@ -304,7 +319,7 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 				},
 			}
 			if i%2 == 1 {
-				runs[0], runs[1] = runs[1], runs[0]
+				slices.Reverse(runs)
 			}
 			for _, run := range runs {
 				if err := run(); err != nil {
@@ -318,6 +333,8 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 			tput, p50, p99 := ours.rate/null.rate, ratio(ours.p(0.5), null.p(0.5)), ratio(ours.p(0.99), null.p(0.99))
 			r.line("| %s | %d | %.0f | %.0f | **%.2f×** | %s | %s | **%.2f×** | %s | %s | **%.2f×** | %s | %s | %s |", pod.name, conc,
 				null.rate, ours.rate, tput, null.p(0.5), ours.p(0.5), p50, null.p(0.99), ours.p(0.99), p99, ours.p(0.999), sec(0.5), sec(0.99))
+			floor = append(floor, fmt.Sprintf("| %s | %d | %.0f | %.0f | **%.2f×** | %s | **%.2f×** | %s | **%.2f×** | **%.2f×** |", pod.name, conc,
+				null.rate, typed.rate, typed.rate/null.rate, typed.p(0.5), ratio(typed.p(0.5), null.p(0.5)), typed.p(0.99), ratio(typed.p(0.99), null.p(0.99)), ours.rate/typed.rate))
 			if strings.HasPrefix(pod.name, "examples/") {
 				switch conc {
 				case 1:
@@ -331,6 +348,14 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	r.line("")
 	for _, v := range verdicts {
 		r.line("- %s", v)
+	}
+	r.line("")
+	r.line("The floor of a mutating webhook that decodes the pod into its Go type, measured in the same runs: a typed no-op (`bench null-webhook --typed`), written as controller-runtime's defaulting webhook is, decodes the AdmissionReview and the pod, encodes the pod again and answers the JSON patch between the two (`jsonpatch.CreatePatch`), changing nothing. Ratios are the typed no-op / null, and sparklet / the typed no-op.")
+	r.line("")
+	r.line("| pod | concurrency | null req/s | typed no-op req/s | **typed no-op throughput / null** | typed no-op p50 | **p50 / null** | typed no-op p99 | **p99 / null** | **sparklet throughput / typed no-op** |")
+	r.line("|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range floor {
+		r.line("%s", l)
 	}
 	r.line("")
 	// Profile the webhook under the large pod at concurrency 16.

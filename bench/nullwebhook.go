@@ -14,7 +14,9 @@ import (
 	"os/exec"
 	"time"
 
+	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // The null webhook is the floor the webhook is measured against: an HTTPS
@@ -23,6 +25,14 @@ import (
 // process of its own, as `sparklet webhook` does, so that the two share
 // the machine the same way: `bench null-webhook --listen ADDR
 // --tls-cert-file F --tls-key-file F`.
+//
+// With --typed it is instead a mutating webhook written the usual way
+// that changes nothing: controller-runtime's defaulting webhook
+// (pkg/webhook/admission/defaulter_custom.go, v0.22) decodes the pod into
+// its Go type, calls the defaulter, encodes the pod again and answers the
+// JSON patch from the request's object to that encoding
+// (PatchResponseFromRaw: jsonpatch.CreatePatch). It is what any webhook
+// that mutates a typed Pod pays before it mutates anything.
 const nullWebhookCommand = "null-webhook"
 
 // nullWebhookMain serves until it is killed.
@@ -31,6 +41,7 @@ func nullWebhookMain(args []string) error {
 	listen := fs.String("listen", "127.0.0.1:0", "address to serve on")
 	certFile := fs.String("tls-cert-file", "", "serving certificate")
 	keyFile := fs.String("tls-key-file", "", "serving key")
+	typed := fs.Bool("typed", false, "decode the pod, encode it again and answer the patch between the two, as a defaulting webhook that changes nothing does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -45,8 +56,12 @@ func nullWebhookMain(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", *listen, err)
 	}
+	handler := allowAll
+	if *typed {
+		handler = typedNoOp
+	}
 	srv := &http.Server{
-		Handler:           http.HandlerFunc(allowAll),
+		Handler:           http.HandlerFunc(handler),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
@@ -76,10 +91,57 @@ func allowAll(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(out)
 }
 
-// startNullWebhook runs this program's null webhook on a free loopback
-// port with the given certificate and waits until it answers. stop kills
-// it.
-func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string) (base string, stop func(), err error) {
+// typedNoOp decodes the AdmissionReview and its pod, encodes the pod
+// again and answers the JSON patch between the two encodings.
+func typedNoOp(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var review admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
+		http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+		return
+	}
+	var pod corev1.Pod
+	if err := json.Unmarshal(review.Request.Object.Raw, &pod); err != nil {
+		http.Error(w, fmt.Sprintf("decode pod: %v", err), http.StatusBadRequest)
+		return
+	}
+	encoded, err := json.Marshal(&pod)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	ops, err := jsonpatch.CreatePatch(review.Request.Object.Raw, encoded)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
+	if len(ops) > 0 {
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		pt := admissionv1.PatchTypeJSONPatch
+		resp.Patch, resp.PatchType = patch, &pt
+	}
+	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(out)
+}
+
+// startNullWebhook runs this program's null webhook (typed: the typed
+// no-op) on a free loopback port with the given certificate and waits
+// until it answers. stop kills it.
+func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string, typed bool) (base string, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", nil, err
@@ -94,7 +156,7 @@ func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFil
 	if err != nil {
 		return "", nil, err
 	}
-	cmd := exec.Command(self, nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile)
+	cmd := exec.Command(self, nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile, fmt.Sprintf("--typed=%t", typed))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

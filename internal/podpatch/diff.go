@@ -175,10 +175,13 @@ func equal(a, b any) bool {
 	return false
 }
 
-// join appends an object key to a JSON pointer (RFC 6901).
+// pointerEscaper escapes an object key for a JSON pointer (RFC 6901).
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
+
+// join appends an object key to a JSON pointer.
 func join(path, key string) string {
 	if strings.ContainsAny(key, "~/") {
-		key = strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+		key = pointerEscaper.Replace(key)
 	}
 	return path + "/" + key
 }
