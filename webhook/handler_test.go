@@ -185,16 +185,24 @@ func FuzzAdmit(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) { call(t, h, body) })
 }
 
+// BenchmarkAdmit admits the test pods under the test policy, and the
+// example pods under the policy `make bench` runs with, as its webhook
+// section sends them.
 func BenchmarkAdmit(b *testing.B) {
-	h := testHandler(b)
-	for _, name := range []string{"minimal", "large"} {
-		data, err := os.ReadFile("testdata/" + name + ".pod.yaml")
+	for _, tc := range []struct{ name, pod, policy string }{
+		{"minimal", "testdata/minimal.pod.yaml", "testdata/policy.yaml"},
+		{"large", "testdata/large.pod.yaml", "testdata/policy.yaml"},
+		{"spark-pi", "../examples/spark-pi-pod.yaml", "../bench/policy.yaml"},
+		{"pyspark", "../examples/pyspark-pod.yaml", "../bench/policy.yaml"},
+	} {
+		h := policyHandler(b, tc.policy)
+		data, err := os.ReadFile(tc.pod)
 		if err != nil {
 			b.Fatal(err)
 		}
 		raw, _ := yamlToJSON(data)
 		body := review(raw)
-		b.Run(name, func(b *testing.B) {
+		b.Run(tc.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; i < b.N; i++ {
 				req := httptest.NewRequest(http.MethodPost, "/mutate-pods", bytes.NewReader(body))
