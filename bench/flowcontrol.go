@@ -49,6 +49,12 @@ func apiServerFlags(seats int) []string {
 	return []string{"--max-requests-inflight", strconv.Itoa(seats - mutating), "--max-mutating-requests-inflight", strconv.Itoa(mutating)}
 }
 
+// apiServerProfiling serves kube-apiserver's pprof profiles to its admin,
+// which the many-drivers section reads during the burst with the
+// FlowSchema; the local control plane turns them off, as hardened
+// clusters do.
+const apiServerProfiling = "--profiling=true"
+
 // observation is one request of the observer.
 type observation struct {
 	at, took   time.Duration // since the observer started
@@ -336,6 +342,7 @@ func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *repo
 	r.line("- With the FlowSchema, all-Running comes %s than without it; the API server rejected %.0f of the drivers' requests with 429 (their queues were full; the sidecars' client retries them after Retry-After).",
 		faster(viaSidecars.running, withAPF.running), withAPF.rejected[flowControlName])
 	r.line("")
+	r.profiles(fmt.Sprintf("kube-apiserver during the burst through sidecars with the chart's FlowSchema, for %d s from its start", profileSeconds), withAPF.apiServer)
 	r.line("CPU seconds each process used from the burst's start to all-Running, against the machine's %d cores × that time (other work on the machine is not counted):", runtime.NumCPU())
 	r.line("")
 	procs := []string{"kube-apiserver", "etcd", "kwok", "kube-scheduler", "kube-controller-manager", "sidecars", "bench (emulators, observer)"}

@@ -105,7 +105,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "where latest.md and the chart go")
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
-	flag.DurationVar(&o.steady, "steady", time.Minute, "steady window after each side of the many-drivers comparison")
+	flag.DurationVar(&o.steady, "steady", 40*time.Second, "steady window after each side of the many-drivers comparison (its requests are reported per minute)")
 	flag.IntVar(&o.admissions, "admissions", 6000, "requests per webhook load level, to sparklet's webhook and to the null webhook each")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
 	flag.IntVar(&o.perDriver, "executors-per-driver", 20, "executors per driver in the scale comparison")
@@ -158,7 +158,7 @@ func run(o options) error {
 	// The real drivers of the jvm section run on the pod runner's node,
 	// their executors on kwok's.
 	env, err := testenv.Start(ctx, testenv.Options{BinDir: o.bin, Dir: o.dir, PolicyFile: policy, WebhookArgs: []string{"--profiling"}, SchedulerFlags: schedulerFlags(o.schedulerQPS),
-		APIServerFlags: apiServerFlags(o.apiServerSeats),
+		APIServerFlags: append(apiServerFlags(o.apiServerSeats), apiServerProfiling),
 		PodRunner:      o.runs("jvm"), Kwok: true})
 	if err != nil {
 		return err
@@ -291,7 +291,7 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	inProcess(r)
 	r.line("| pod | concurrency | null req/s | sparklet req/s | **throughput ratio** | null p50 | sparklet p50 | **p50 ratio** | null p99 | sparklet p99 | **p99 ratio** | sparklet p99.9 | server p50 | server p99 |")
 	r.line("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	var large string
+	var profiledReview string // the first example pod's, which the targets name
 	var verdicts []string
 	var floor []string
 	for _, pod := range benchPods {
@@ -299,7 +299,9 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		if err != nil {
 			return err
 		}
-		large = review
+		if profiledReview == "" {
+			profiledReview = review
+		}
 		for i, conc := range []int{1, 16, 64} {
 			var null, typed, ours load
 			var before map[float64]float64
@@ -358,14 +360,14 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		r.line("%s", l)
 	}
 	r.line("")
-	// Profile the webhook under the large pod at concurrency 16.
+	// Profile the webhook under the first example pod at concurrency 16.
 	loadCtx, stop := context.WithTimeout(ctx, time.Duration(profileSeconds+2)*time.Second)
 	defer stop()
 	profiled := takeProfiles(ctx, client, base, o.out+"/profiles", "webhook", profileSeconds)
-	if _, _, err := hammer(loadCtx, client, base+"/mutate-pods", large, true, 16, 0); err != nil {
+	if _, _, err := hammer(loadCtx, client, base+"/mutate-pods", profiledReview, true, 16, 0); err != nil {
 		return err
 	}
-	r.profiles(fmt.Sprintf("The webhook admitting the large pod at concurrency 16 for %d s", profileSeconds), profiled())
+	r.profiles(fmt.Sprintf("The webhook admitting %s at concurrency 16 for %d s", benchPods[0].name, profileSeconds), profiled())
 	return nil
 }
 

@@ -56,12 +56,12 @@ func nullWebhookMain(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", *listen, err)
 	}
-	handler := allowAll
+	respond := allowAll
 	if *typed {
-		handler = typedNoOp
+		respond = typedNoOp
 	}
 	srv := &http.Server{
-		Handler:           http.HandlerFunc(handler),
+		Handler:           review(respond),
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
@@ -69,73 +69,65 @@ func nullWebhookMain(args []string) error {
 	return srv.ServeTLS(ln, "", "")
 }
 
-// allowAll decodes the AdmissionReview and allows it.
-func allowAll(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta,
-		Response: &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}})
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
-}
-
-// typedNoOp decodes the AdmissionReview and its pod, encodes the pod
-// again and answers the JSON patch between the two encodings.
-func typedNoOp(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	var review admissionv1.AdmissionReview
-	if err := json.Unmarshal(body, &review); err != nil || review.Request == nil {
-		http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
-		return
-	}
-	var pod corev1.Pod
-	if err := json.Unmarshal(review.Request.Object.Raw, &pod); err != nil {
-		http.Error(w, fmt.Sprintf("decode pod: %v", err), http.StatusBadRequest)
-		return
-	}
-	encoded, err := json.Marshal(&pod)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	ops, err := jsonpatch.CreatePatch(review.Request.Object.Raw, encoded)
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	resp := &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-	if len(ops) > 0 {
-		patch, err := json.Marshal(ops)
+// review answers one AdmissionReview with what respond makes of its
+// request.
+func review(respond func(*admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var in admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
+			http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+			return
+		}
+		resp, err := respond(in.Request)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp})
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(out)
+	}
+}
+
+// allowAll allows the request.
+func allowAll(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}, nil
+}
+
+// typedNoOp decodes the pod, encodes it again and answers the JSON patch
+// between the two encodings.
+func typedNoOp(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
+	var pod corev1.Pod
+	if err := json.Unmarshal(req.Object.Raw, &pod); err != nil {
+		return nil, fmt.Errorf("decode pod: %w", err)
+	}
+	encoded, err := json.Marshal(&pod)
+	if err != nil {
+		return nil, err
+	}
+	ops, err := jsonpatch.CreatePatch(req.Object.Raw, encoded)
+	if err != nil {
+		return nil, err
+	}
+	resp := &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}
+	if len(ops) > 0 {
+		patch, err := json.Marshal(ops)
+		if err != nil {
+			return nil, err
+		}
 		pt := admissionv1.PatchTypeJSONPatch
 		resp.Patch, resp.PatchType = patch, &pt
 	}
-	out, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: review.TypeMeta, Response: resp})
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out)
+	return resp, nil
 }
 
 // startNullWebhook runs this program's null webhook (typed: the typed

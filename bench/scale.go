@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"sync"
@@ -26,6 +27,7 @@ type scaleResult struct {
 	seats, rejected     map[string]float64  // by priority level; rejected during the run
 	cpu                 map[string]float64  // CPU seconds until all Running, by process
 	lowWait             map[float64]float64 // workload-low's queue waits until all Running
+	apiServer           profiles            // kube-apiserver's, with the FlowSchema only
 }
 
 // scale runs o.drivers Spark 4.0 drivers at once, each asking for
@@ -154,6 +156,14 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 	start := time.Now()
 	observeFrom := obs.now()
 	run := watchRunning(runCtx, env.Client, ns, total, start)
+	profiled := func() profiles { return profiles{err: errors.New("not taken")} }
+	if flowControl {
+		admin, err := rest.HTTPClientFor(env.Cluster.RESTConfig())
+		if err != nil {
+			return res, err
+		}
+		profiled = takeProfiles(ctx, admin, env.Cluster.RESTConfig().Host, o.out+"/profiles", "kube-apiserver", profileSeconds)
+	}
 	for _, jvm := range jvms {
 		jvm.SetTarget(o.perDriver)
 	}
@@ -174,6 +184,7 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 	res.runReqs = diff(requestsByVerb(after, ""), requestsByVerb(before, ""))
 	runLat := diff(latencyBuckets(after), latencyBuckets(before))
 	res.runP50, res.runP99 = quantile(0.5, runLat), quantile(0.99, runLat)
+	res.apiServer = profiled()
 
 	t0 := time.Now()
 	time.Sleep(o.steady) // the steady window is the measurement itself, not synchronisation
