@@ -342,7 +342,9 @@ func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *repo
 	r.line("- With the FlowSchema, all-Running comes %s than without it; the API server rejected %.0f of the drivers' requests with 429 (their queues were full; the sidecars' client retries them after Retry-After).",
 		faster(viaSidecars.running, withAPF.running), withAPF.rejected[flowControlName])
 	r.line("")
-	r.profiles(fmt.Sprintf("kube-apiserver during the burst through sidecars with the chart's FlowSchema, for %d s from its start", profileSeconds), withAPF.apiServer)
+	apiServer := withAPF.apiServer
+	apiServer.flat = true
+	r.profiles(fmt.Sprintf("kube-apiserver during the burst through sidecars with the chart's FlowSchema, for %d s from its start", profileSeconds), apiServer)
 	r.line("CPU seconds each process used from the burst's start to all-Running, against the machine's %d cores × that time (other work on the machine is not counted):", runtime.NumCPU())
 	r.line("")
 	procs := []string{"kube-apiserver", "etcd", "kwok", "kube-scheduler", "kube-controller-manager", "sidecars", "bench (emulators, observer)"}

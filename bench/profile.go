@@ -17,6 +17,10 @@ import (
 type profiles struct {
 	cpu, allocs string // files
 	err         error
+	// flat reports them by each function's own weight: under a deep
+	// handler chain, such as kube-apiserver's, the cumulative view shows
+	// only the chain.
+	flat bool
 }
 
 // takeProfiles starts a CPU profile and a delta allocation profile of
@@ -69,13 +73,6 @@ func download(ctx context.Context, client *http.Client, url, file string) error 
 	return f.Close()
 }
 
-// top is `go tool pprof -top` of a profile, cut to its n heaviest
-// functions by cumulative value; sampleIndex picks the allocation
-// profile's alloc_space.
-func top(file, sampleIndex string, n int) string {
-	return pprofTop(file, sampleIndex, true, n)
-}
-
 // pprofTop is `go tool pprof -top` of a profile, by cumulative weight when
 // cum is set, cut to its n heaviest functions, without the header lines.
 func pprofTop(file, sampleIndex string, cum bool, n int) string {
@@ -109,16 +106,20 @@ func (r *report) profiles(title string, p profiles) {
 		r.line("")
 		return
 	}
-	r.line("%s, CPU (`go tool pprof -top -cum %s`):", title, filepath.Base(p.cpu))
+	view := "-top -cum"
+	if p.flat {
+		view = "-top"
+	}
+	r.line("%s, CPU (`go tool pprof %s %s`):", title, view, filepath.Base(p.cpu))
 	r.line("")
 	r.line("```")
-	r.line("%s", top(p.cpu, "", 20))
+	r.line("%s", pprofTop(p.cpu, "", !p.flat, 20))
 	r.line("```")
 	r.line("")
 	r.line("%s, allocated bytes (`-sample_index=alloc_space`):", title)
 	r.line("")
 	r.line("```")
-	r.line("%s", top(p.allocs, "alloc_space", 15))
+	r.line("%s", pprofTop(p.allocs, "alloc_space", !p.flat, 15))
 	r.line("```")
 	r.line("")
 }
