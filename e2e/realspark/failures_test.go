@@ -65,7 +65,9 @@ func TestSidecarKilled(t *testing.T) {
 				_, _, seen, _ := execs.counts()
 				return seen > 0
 			})
-			pid := containerProcess(t, ns, sleepyDriver, patches.SidecarName, "sparklet")
+			// The image's /sparklet hands over to /sparklet-sidecar, whose
+			// comm the kernel cuts to 15 bytes.
+			pid := containerProcess(t, ns, sleepyDriver, patches.SidecarName, "sparklet-sideca")
 			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 				t.Fatal(err)
 			}
