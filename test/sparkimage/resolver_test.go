@@ -31,8 +31,10 @@ func fakeBin(t *testing.T, dists []spark.Dist) string {
 			t.Fatal(err)
 		}
 	}
-	if err := os.WriteFile(filepath.Join(bin, "sparklet"), []byte("#!/bin/true\n"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, name := range []string{"sparklet", "sparklet-sidecar"} {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte("#!/bin/true\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return bin
 }
@@ -90,13 +92,26 @@ func TestResolverSparkletImage(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", image, err)
 		}
-		if want := map[string]string{"/sparklet": filepath.Join(bin, "sparklet")}; !reflect.DeepEqual(img.Binds, want) {
+		if want := map[string]string{"/sparklet": filepath.Join(bin, "sparklet"), "/sparklet-sidecar": filepath.Join(bin, "sparklet-sidecar")}; !reflect.DeepEqual(img.Binds, want) {
 			t.Errorf("%s: binds %v, want %v", image, img.Binds, want)
 		}
 		argv, _, err := img.Entrypoint(nil, []string{"sidecar", "--v=2"}, nil)
 		if err != nil || !reflect.DeepEqual(argv, []string{"/sparklet", "sidecar", "--v=2"}) {
 			t.Errorf("%s: argv %q, %v; want /sparklet sidecar --v=2", image, argv, err)
 		}
+	}
+}
+
+// TestResolverSparkletImageNeedsBoth: without the sidecar-only build the
+// image cannot be played, and the error says which file and what to run.
+func TestResolverSparkletImageNeedsBoth(t *testing.T) {
+	bin := fakeBin(t, nil)
+	if err := os.Remove(filepath.Join(bin, "sparklet-sidecar")); err != nil {
+		t.Fatal(err)
+	}
+	_, err := resolver(bin, "", pins, nil, "/jdk", nil)("ghcr.io/sparklet/sparklet:dev")
+	if err == nil || !strings.Contains(err.Error(), "sparklet-sidecar is missing: run make build") {
+		t.Errorf("without bin/sparklet-sidecar: %v", err)
 	}
 }
 
