@@ -18,6 +18,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/syncbuffer"
 )
 
 // driverRun is one injected driver pod with its sidecar running locally as
@@ -65,7 +66,7 @@ func (d *driverRun) emulator(mode emulator.Mode, tweaks ...func(*emulator.Config
 	for _, tweak := range tweaks {
 		tweak(&cfg)
 	}
-	logs := &testenv.SyncBuffer{}
+	logs := &syncbuffer.Buffer{}
 	cfg.Log = emulator.JSONLog(logs)
 	jvm, err := emulator.New(cfg)
 	if err != nil {

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,8 +25,5 @@ func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
 }
 
 func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
-	if e.Name == "" {
-		return nil, fmt.Errorf("patch an Event with no name in %s", e.Namespace)
-	}
 	return s.client.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data, metav1.PatchOptions{})
 }

@@ -1,7 +1,6 @@
 package webhook
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/json"
@@ -10,31 +9,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/test/syncbuffer"
 )
-
-// lockedBuffer is a log sink safe for the server's goroutines.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 func readyz(t *testing.T, addr string) (int, string) {
 	t.Helper()
@@ -65,7 +47,7 @@ func TestStartsUnreadyOnABadPolicyAndRecovers(t *testing.T) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	var logs lockedBuffer
+	var logs syncbuffer.Buffer
 	log := logrus.New()
 	log.SetOutput(&logs)
 	log.SetFormatter(&logrus.JSONFormatter{})

@@ -21,6 +21,7 @@ import (
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/schedulers"
+	"github.com/sparklet/sparklet/test/syncbuffer"
 )
 
 // executors is each application's spark.executor.instances: the gang's
@@ -243,7 +244,7 @@ type app struct {
 	sc    *testenv.Sidecar
 	jvm   *emulator.Driver
 	stop  context.CancelFunc
-	logs  testenv.SyncBuffer // the emulator's
+	logs  syncbuffer.Buffer // the emulator's
 }
 
 // submit creates a driver pod through the webhook, which sets it up for

@@ -19,9 +19,9 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/emulator"
-	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/schedulers"
+	"github.com/sparklet/sparklet/test/syncbuffer"
 )
 
 // The namespace, LocalQueue and ClusterQueue of the Kueue test.
@@ -104,7 +104,7 @@ func TestKueueAdmitsDriverAndExecutorsAgainstQuota(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.PollInterval, cfg.DeleteGracePeriod = 2*time.Second, 100*time.Millisecond
-	jvmLog := &testenv.SyncBuffer{}
+	jvmLog := &syncbuffer.Buffer{}
 	cfg.Log = emulator.JSONLog(jvmLog)
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -101,39 +101,42 @@ func New(rc *rest.Config) (Interface, error) {
 	return &client{core: core, networking: networking, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
-func resource[T interface {
+// resource is the client of one resource of rc's group, O its object
+// type and L its list's.
+func resource[O, L any, PO interface {
+	*O
 	runtime.Object
 	metav1.Object
-}, L runtime.Object](c *client, name, namespace string, newObj func() T, newList func() L) *gentype.ClientWithList[T, L] {
-	return gentype.NewClientWithList(name, c.core, c.params, namespace, newObj, newList, gentype.PrefersProtobuf[T]())
+}, PL interface {
+	*L
+	runtime.Object
+}](rc rest.Interface, params runtime.ParameterCodec, name, namespace string) *gentype.ClientWithList[PO, PL] {
+	return gentype.NewClientWithList(name, rc, params, namespace, func() PO { return new(O) }, func() PL { return new(L) },
+		gentype.PrefersProtobuf[PO]())
 }
 
 func (c *client) Pods(ns string) Collection[*corev1.Pod, *corev1.PodList] {
-	return resource(c, "pods", ns, func() *corev1.Pod { return &corev1.Pod{} }, func() *corev1.PodList { return &corev1.PodList{} })
+	return resource[corev1.Pod, corev1.PodList](c.core, c.params, "pods", ns)
 }
 
 func (c *client) Events(ns string) Collection[*corev1.Event, *corev1.EventList] {
-	return resource(c, "events", ns, func() *corev1.Event { return &corev1.Event{} }, func() *corev1.EventList { return &corev1.EventList{} })
+	return resource[corev1.Event, corev1.EventList](c.core, c.params, "events", ns)
 }
 
 func (c *client) ConfigMaps(ns string) Collection[*corev1.ConfigMap, *corev1.ConfigMapList] {
-	return resource(c, "configmaps", ns, func() *corev1.ConfigMap { return &corev1.ConfigMap{} }, func() *corev1.ConfigMapList { return &corev1.ConfigMapList{} })
+	return resource[corev1.ConfigMap, corev1.ConfigMapList](c.core, c.params, "configmaps", ns)
 }
 
 func (c *client) PersistentVolumeClaims(ns string) Collection[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList] {
-	return resource(c, "persistentvolumeclaims", ns, func() *corev1.PersistentVolumeClaim { return &corev1.PersistentVolumeClaim{} },
-		func() *corev1.PersistentVolumeClaimList { return &corev1.PersistentVolumeClaimList{} })
+	return resource[corev1.PersistentVolumeClaim, corev1.PersistentVolumeClaimList](c.core, c.params, "persistentvolumeclaims", ns)
 }
 
 func (c *client) Services(ns string) Resource[*corev1.Service, *corev1.ServiceList] {
-	return resource(c, "services", ns, func() *corev1.Service { return &corev1.Service{} }, func() *corev1.ServiceList { return &corev1.ServiceList{} })
+	return resource[corev1.Service, corev1.ServiceList](c.core, c.params, "services", ns)
 }
 
 func (c *client) Ingresses(ns string) Resource[*networkingv1.Ingress, *networkingv1.IngressList] {
-	return gentype.NewClientWithList("ingresses", c.networking, c.params, ns,
-		func() *networkingv1.Ingress { return &networkingv1.Ingress{} },
-		func() *networkingv1.IngressList { return &networkingv1.IngressList{} },
-		gentype.PrefersProtobuf[*networkingv1.Ingress]())
+	return resource[networkingv1.Ingress, networkingv1.IngressList](c.networking, c.params, "ingresses", ns)
 }
 
 // ServerVersion GETs /version, as client-go's discovery client does.
