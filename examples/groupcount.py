@@ -8,6 +8,7 @@ and then the executor pods whose Python workers computed the keys.
 """
 
 import os
+import sys
 
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -31,7 +32,10 @@ counts = rows.groupBy("key").agg(
     F.count("*").alias("count"), F.sum("n").alias("sum"), F.collect_set("pod").alias("pods")
 )
 result = sorted(counts.collect(), key=lambda r: r["key"])
+# Spark runs this script unbuffered and copies its output into the driver's
+# log: print's separate write of the newline would let a JVM log line land
+# inside ours, so each line is one write.
 for r in result:
-    print(f"{r['key']} count={r['count']} sum={r['sum']}")
-print("Python workers ran in: " + " ".join(sorted({p for r in result for p in r["pods"]})))
+    sys.stdout.write(f"{r['key']} count={r['count']} sum={r['sum']}\n")
+sys.stdout.write("Python workers ran in: " + " ".join(sorted({p for r in result for p in r["pods"]})) + "\n")
 spark.stop()

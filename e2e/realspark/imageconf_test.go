@@ -64,6 +64,7 @@ func writeImageConf(dir string) error {
 // classpath; the driver's UI serves its metrics at the path that only
 // metrics.properties names.
 const imageConfScript = `import os
+import sys
 import urllib.request
 from pyspark.sql import SparkSession
 
@@ -76,7 +77,9 @@ def check(name, f):
         v = f()
     except Exception as e:
         v = "error: %s" % str(e).splitlines()[0]
-    print("CHECK %s=%s" % (name, v), flush=True)
+    # One write with its newline: Spark runs the script unbuffered
+    # (PYTHONUNBUFFERED) and copies its output between the JVM's log lines.
+    sys.stdout.write("CHECK %s=%s\n" % (name, v))
 
 
 def metrics_servlet():

@@ -18,7 +18,9 @@ total = (
     .sum("v")
     .collect()[0][0]
 )
-print(f"sleepy: sum of ids is {total}", flush=True)
+# One write per line: Spark runs this unbuffered and copies its output between
+# the JVM's log lines, which print's separate newline write would let in.
+sys.stdout.write(f"sleepy: sum of ids is {total}\n")
 time.sleep(idle)
-print("sleepy: done", flush=True)
+sys.stdout.write("sleepy: done\n")
 spark.stop()
