@@ -274,12 +274,12 @@ func admissionReview(file string) (string, error) {
 func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 128}} //nolint:gosec // loopback load
 	base := "https://" + env.Addr()
-	nullBase, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"), false)
+	nullBase, nullPID, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"), false)
 	if err != nil {
 		return err
 	}
 	defer stopNull()
-	typedBase, stopTyped, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "typed-noop-webhook.log"), true)
+	typedBase, typedPID, stopTyped, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "typed-noop-webhook.log"), true)
 	if err != nil {
 		return err
 	}
@@ -359,6 +359,12 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	for _, l := range floor {
 		r.line("%s", l)
 	}
+	r.line("")
+	ourRSS, _ := procStats(env.WebhookPID())
+	nullRSS, _ := procStats(nullPID)
+	typedRSS, _ := procStats(typedPID)
+	r.line("Peak RSS (`VmHWM`) after all the rows above: sparklet webhook **%.1f MiB** (GOGC 400 and no GOMEMLIMIT; the chart's, set from the memory limit, binds only near it), null %.1f MiB, typed no-op %.1f MiB (both run in the bench's own, larger binary).",
+		ourRSS/1024, nullRSS/1024, typedRSS/1024)
 	r.line("")
 	// Profile the webhook under the first example pod at concurrency 16.
 	loadCtx, stop := context.WithTimeout(ctx, time.Duration(profileSeconds+2)*time.Second)

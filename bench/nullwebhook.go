@@ -132,27 +132,27 @@ func typedNoOp(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionRespons
 
 // startNullWebhook runs this program's null webhook (typed: the typed
 // no-op) on a free loopback port with the given certificate and waits
-// until it answers. stop kills it.
-func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string, typed bool) (base string, stop func(), err error) {
+// until it answers. pid is its process's; stop kills it.
+func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string, typed bool) (base string, pid int, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	addr := ln.Addr().String()
 	ln.Close()
 	log, err := os.Create(logFile)
 	if err != nil {
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	cmd := exec.Command(self, nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile, fmt.Sprintf("--typed=%t", typed))
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	exited := make(chan struct{})
 	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
@@ -164,21 +164,21 @@ func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFil
 	review, err := admissionReview(benchPods[0].file)
 	if err != nil {
 		stop()
-		return "", nil, err
+		return "", 0, nil, err
 	}
 	deadline, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {
 		err := admit(deadline, client, base+"/", review, false)
 		if err == nil {
-			return base, stop, nil
+			return base, cmd.Process.Pid, stop, nil
 		}
 		select {
 		case <-exited:
-			return "", nil, fmt.Errorf("null webhook exited; log %s", logFile)
+			return "", 0, nil, fmt.Errorf("null webhook exited; log %s", logFile)
 		case <-deadline.Done():
 			stop()
-			return "", nil, fmt.Errorf("null webhook not ready: %w", err)
+			return "", 0, nil, fmt.Errorf("null webhook not ready: %w", err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

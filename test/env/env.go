@@ -296,6 +296,14 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 	return nil
 }
 
+// WebhookPID is the webhook process's, or 0 when it is not running.
+func (e *Env) WebhookPID() int {
+	if e.webhook == nil {
+		return 0
+	}
+	return e.webhook.Process.Pid
+}
+
 // StopWebhook stops the webhook process and waits for it to exit.
 func (e *Env) StopWebhook() {
 	if e.webhook == nil {
