@@ -38,6 +38,11 @@ func ParseSparkConf(text string) (map[string]string, error) {
 // Properties.load reads back exactly conf (see writeProperty).
 func RenderSparkConf(conf map[string]string) string {
 	var b strings.Builder
+	size := 0
+	for k, v := range conf {
+		size += len(k) + len(v) + 2
+	}
+	b.Grow(size)
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		writeProperty(&b, k, conf[k])
 	}

@@ -180,6 +180,24 @@ func unescape(s []rune) (string, error) {
 	return string(utf16.Decode(units)), nil
 }
 
+// plain reports whether escape writes s as it is: printable ASCII, no
+// backslash, no blank, = or : in a key, and no character that escapes only
+// at the start there.
+func plain(s string, isKey bool) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c < 0x20 || c >= 0x7f || c == '\\':
+			return false
+		case (isKey || i == 0) && (c == ' ' || c == '=' || c == ':'):
+			return false
+		case isKey && i == 0 && (c == '#' || c == '!'):
+			return false
+		}
+	}
+	return true
+}
+
 func toLower(r rune) rune {
 	if r >= 'A' && r <= 'Z' {
 		return r + 'a' - 'A'
@@ -205,6 +223,10 @@ func writeProperty(b *strings.Builder, key, value string) {
 }
 
 func escape(b *strings.Builder, s string, isKey bool) {
+	if plain(s, isKey) {
+		b.WriteString(s)
+		return
+	}
 	for i, c := range s {
 		switch {
 		case c == '\\':

@@ -12,8 +12,9 @@ import (
 
 // walk diffs the typed values o (the pod as decoded) and m (as mutated)
 // against a, the JSON that was sent at path (nil when none was), without
-// encoding what did not change: it descends through structs, pointers and
-// slices of structs as encoding/json lays them out, skips what is deeply
+// encoding what did not change: it descends through structs, pointers,
+// slices of structs and maps with string keys as encoding/json lays them
+// out, skips what is deeply
 // equal, and hands the rest to the three-way diff encoded. o and m are
 // addressable and both present in the encoded pod.
 func (d *differ) walk(path string, a []byte, o, m reflect.Value) error {
@@ -31,6 +32,10 @@ func (d *differ) walk(path string, a []byte, o, m reflect.Value) error {
 	case t.Kind() == reflect.Slice && descends(t.Elem()):
 		if arr, ok := arrayElements(a); ok && !o.IsNil() && !m.IsNil() {
 			return d.elements(path, arr, o, m)
+		}
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && !encodesItself(t.Key()):
+		if obj, ok := objectMembers(a); ok && !o.IsNil() && !m.IsNil() {
+			return d.entries(path, obj, o, m)
 		}
 	}
 	r, err := encode(o)
@@ -81,7 +86,7 @@ func (d *differ) encoded(path string, a, r, m []byte) error {
 func (d *differ) fields(path string, obj []member, o, m reflect.Value) error {
 	for _, f := range fieldsOf(o.Type()) {
 		fo, fm := o.FieldByIndex(f.index), m.FieldByIndex(f.index)
-		if reflect.DeepEqual(fo.Addr().Interface(), fm.Addr().Interface()) {
+		if same(fo, fm) {
 			continue
 		}
 		p := join(path, f.name)
@@ -106,6 +111,50 @@ func (d *differ) fields(path string, obj []member, o, m reflect.Value) error {
 			}
 		}
 		if err := d.encoded(p, a, r, mv); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// entries diffs two maps with string keys (labels, annotations, resource
+// lists), key by key as members of obj: only the values that changed are
+// encoded, and only those sent are decoded.
+func (d *differ) entries(path string, obj []member, o, m reflect.Value) error {
+	for it := m.MapRange(); it.Next(); {
+		ov := o.MapIndex(it.Key())
+		if ov.IsValid() && same(ov, it.Value()) {
+			continue
+		}
+		var r []byte
+		var err error
+		if ov.IsValid() {
+			if r, err = encode(ov); err != nil {
+				return err
+			}
+		}
+		mv, err := encode(it.Value())
+		if err != nil {
+			return err
+		}
+		key := it.Key().String()
+		if err := d.encoded(join(path, key), lookup(obj, key), r, mv); err != nil {
+			return err
+		}
+	}
+	for i, mb := range obj {
+		k := reflect.ValueOf(mb.key).Convert(m.Type().Key())
+		if m.MapIndex(k).IsValid() || lookup(obj[i+1:], mb.key) != nil {
+			continue // kept, or sent again later (the last one counts)
+		}
+		var r []byte
+		if ov := o.MapIndex(k); ov.IsValid() {
+			var err error
+			if r, err = encode(ov); err != nil {
+				return err
+			}
+		}
+		if err := d.encoded(join(path, mb.key), mb.value, r, nil); err != nil {
 			return err
 		}
 	}
@@ -150,7 +199,7 @@ func (d *differ) elements(path string, arr [][]byte, o, m reflect.Value) error {
 			}
 			continue
 		}
-		if reflect.DeepEqual(ei.Addr().Interface(), em.Addr().Interface()) {
+		if same(ei, em) {
 			continue
 		}
 		if err := d.walk(index(path, i), arr[i], ei, em); err != nil {
