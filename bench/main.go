@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -23,6 +24,7 @@ import (
 	"sync"
 	"time"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -274,12 +276,12 @@ func admissionReview(file string) (string, error) {
 func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) error {
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, MaxIdleConnsPerHost: 128}} //nolint:gosec // loopback load
 	base := "https://" + env.Addr()
-	nullBase, nullPID, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"), false)
+	nullBase, nullPID, stopNull, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "null-webhook.log"))
 	if err != nil {
 		return err
 	}
 	defer stopNull()
-	typedBase, typedPID, stopTyped, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "typed-noop-webhook.log"), true)
+	typedBase, typedPID, stopTyped, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), filepath.Join(o.dir, "typed-noop-webhook.log"), "--typed")
 	if err != nil {
 		return err
 	}
@@ -293,8 +295,8 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	r.line("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
 	var profiledReview string // the first example pod's, which the targets name
 	var verdicts []string
-	var floor []string
-	for _, pod := range benchPods {
+	var floor, answered []string
+	for p, pod := range benchPods {
 		review, err := admissionReview(pod.file)
 		if err != nil {
 			return err
@@ -302,8 +304,13 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		if profiledReview == "" {
 			profiledReview = review
 		}
+		answerBase, stopAnswer, err := startAnswering(ctx, client, env, base, review, filepath.Join(o.dir, fmt.Sprintf("answer-%d", p)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", pod.name, err)
+		}
+		defer stopAnswer()
 		for i, conc := range []int{1, 16, 64} {
-			var null, typed, ours load
+			var null, typed, canned, ours load
 			var before map[float64]float64
 			runs := []func() error{
 				func() (err error) {
@@ -312,6 +319,10 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 				},
 				func() (err error) {
 					typed, err = measure(ctx, client, typedBase+"/", review, false, conc, o.admissions)
+					return err
+				},
+				func() (err error) {
+					canned, err = measure(ctx, client, answerBase+"/", review, true, conc, o.admissions)
 					return err
 				},
 				func() (err error) {
@@ -337,6 +348,9 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 				null.rate, ours.rate, tput, null.p(0.5), ours.p(0.5), p50, null.p(0.99), ours.p(0.99), p99, ours.p(0.999), sec(0.5), sec(0.99))
 			floor = append(floor, fmt.Sprintf("| %s | %d | %.0f | %.0f | **%.2f×** | %s | **%.2f×** | %s | **%.2f×** | **%.2f×** |", pod.name, conc,
 				null.rate, typed.rate, typed.rate/null.rate, typed.p(0.5), ratio(typed.p(0.5), null.p(0.5)), typed.p(0.99), ratio(typed.p(0.99), null.p(0.99)), ours.rate/typed.rate))
+			answered = append(answered, fmt.Sprintf("| %s | %d | %.0f | %.0f | **%.2f×** | %s | **%.2f×** | %s | **%.2f×** | **%.2f×** | **%.2f×** |", pod.name, conc,
+				null.rate, canned.rate, canned.rate/null.rate, canned.p(0.5), ratio(canned.p(0.5), null.p(0.5)), canned.p(0.99), ratio(canned.p(0.99), null.p(0.99)),
+				ours.rate/canned.rate, ratio(ours.p(0.5), canned.p(0.5))))
 			if strings.HasPrefix(pod.name, "examples/") {
 				switch conc {
 				case 1:
@@ -360,6 +374,14 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 		r.line("%s", l)
 	}
 	r.line("")
+	r.line("What carrying sparklet's answer costs, measured in the same runs: a null webhook that answers every request with sparklet's own JSON patch for that pod (`bench null-webhook --answer`, the patch taken from sparklet before the rows), encoded in the AdmissionReview as sparklet encodes it, with none of the work of computing it. Its ratio to the null webhook is the best any webhook answering this patch can reach on this machine; sparklet / canned is what the work itself costs.")
+	r.line("")
+	r.line("| pod | concurrency | null req/s | canned answer req/s | **canned throughput / null** | canned p50 | **p50 / null** | canned p99 | **p99 / null** | **sparklet throughput / canned** | **sparklet p50 / canned** |")
+	r.line("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, l := range answered {
+		r.line("%s", l)
+	}
+	r.line("")
 	ourRSS, _ := procStats(env.WebhookPID())
 	nullRSS, _ := procStats(nullPID)
 	typedRSS, _ := procStats(typedPID)
@@ -375,6 +397,24 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	}
 	r.profiles(fmt.Sprintf("The webhook admitting %s at concurrency 16 for %d s", benchPods[0].name, profileSeconds), profiled())
 	return nil
+}
+
+// startAnswering asks the webhook at base for its patch to review, writes
+// it to file and starts a null webhook that answers it to every request.
+func startAnswering(ctx context.Context, client *http.Client, env *testenv.Env, base, review, file string) (string, func(), error) {
+	body, err := admitBody(ctx, client, base+"/mutate-pods", review)
+	if err != nil {
+		return "", nil, err
+	}
+	var out admissionv1.AdmissionReview
+	if err := json.Unmarshal(body, &out); err != nil || out.Response == nil || len(out.Response.Patch) == 0 {
+		return "", nil, fmt.Errorf("no patch from sparklet to answer with: %v: %s", err, body)
+	}
+	if err := os.WriteFile(file+".json", out.Response.Patch, 0o644); err != nil {
+		return "", nil, err
+	}
+	answerBase, _, stop, err := startNullWebhook(ctx, client, env.CertFile(), env.KeyFile(), file+".log", "--answer", file+".json")
+	return answerBase, stop, err
 }
 
 // load is one measured run of admissions.
@@ -485,25 +525,33 @@ func hammer(ctx context.Context, client *http.Client, url, body string, wantPatc
 }
 
 func admit(ctx context.Context, client *http.Client, url, body string, wantPatch bool) error {
+	out, err := admitBody(ctx, client, url, body)
+	switch {
+	case err != nil:
+		return err
+	case !bytes.Contains(out, []byte(`"allowed":true`)):
+		return fmt.Errorf("not allowed: %s", out)
+	case wantPatch && !bytes.Contains(out, []byte(`"patch"`)):
+		return fmt.Errorf("no patch in %s", out)
+	}
+	return nil
+}
+
+// admitBody POSTs one AdmissionReview and returns the answer's body.
+func admitBody(ctx context.Context, client *http.Client, url, body string) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := client.Do(req)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer resp.Body.Close()
 	var buf bytes.Buffer
-	_, _ = buf.ReadFrom(resp.Body)
-	switch {
-	case !strings.Contains(buf.String(), `"allowed":true`):
-		return fmt.Errorf("not allowed: %s", buf.String())
-	case wantPatch && !strings.Contains(buf.String(), `"patch"`):
-		return fmt.Errorf("no patch in %s", buf.String())
-	}
-	return nil
+	_, err = buf.ReadFrom(resp.Body)
+	return buf.Bytes(), err
 }
 
 // admissionBuckets reads the webhook's admission latency histogram.

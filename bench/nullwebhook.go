@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"time"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -42,11 +44,15 @@ func nullWebhookMain(args []string) error {
 	certFile := fs.String("tls-cert-file", "", "serving certificate")
 	keyFile := fs.String("tls-key-file", "", "serving key")
 	typed := fs.Bool("typed", false, "decode the pod, encode it again and answer the patch between the two, as a defaulting webhook that changes nothing does")
+	answer := fs.String("answer", "", "answer every request with the JSON patch in this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *certFile == "" || *keyFile == "" {
 		return errors.New("--tls-cert-file and --tls-key-file are both required")
+	}
+	if *typed && *answer != "" {
+		return errors.New("--typed and --answer exclude each other: pick one kind of webhook")
 	}
 	cert, err := tls.LoadX509KeyPair(*certFile, *keyFile)
 	if err != nil {
@@ -56,12 +62,22 @@ func nullWebhookMain(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", *listen, err)
 	}
-	respond := allowAll
-	if *typed {
-		respond = typedNoOp
+	handler := review(allowAll)
+	switch {
+	case *typed:
+		handler = review(typedNoOp)
+	case *answer != "":
+		patch, err := os.ReadFile(*answer)
+		if err != nil {
+			return fmt.Errorf("--answer: %w", err)
+		}
+		if !json.Valid(patch) {
+			return fmt.Errorf("--answer %s: not JSON", *answer)
+		}
+		handler = answerWith(patch)
 	}
 	srv := &http.Server{
-		Handler:           review(respond),
+		Handler:           handler,
 		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12},
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       90 * time.Second,
@@ -103,6 +119,34 @@ func allowAll(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse
 	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}, nil
 }
 
+// answerWith decodes each AdmissionReview as review does and allows it
+// with patch, encoded beforehand: the answer costs only its bytes.
+func answerWith(patch []byte) http.HandlerFunc {
+	tail := []byte(`,"allowed":true,"patch":"` + base64.StdEncoding.EncodeToString(patch) + `","patchType":"JSONPatch"}}`)
+	return func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		var in admissionv1.AdmissionReview
+		if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
+			http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+			return
+		}
+		kind, _ := json.Marshal(in.Kind)
+		apiVersion, _ := json.Marshal(in.APIVersion)
+		uid, _ := json.Marshal(string(in.Request.UID))
+		out := make([]byte, 0, 64+len(kind)+len(apiVersion)+len(uid)+len(tail))
+		out = append(append(append(out, `{"kind":`...), kind...), `,"apiVersion":`...)
+		out = append(append(append(out, apiVersion...), `,"response":{"uid":`...), uid...)
+		out = append(out, tail...)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Length", strconv.Itoa(len(out))) // as sparklet's webhook does
+		_, _ = w.Write(out)
+	}
+}
+
 // typedNoOp decodes the pod, encodes it again and answers the JSON patch
 // between the two encodings.
 func typedNoOp(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
@@ -130,10 +174,10 @@ func typedNoOp(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionRespons
 	return resp, nil
 }
 
-// startNullWebhook runs this program's null webhook (typed: the typed
-// no-op) on a free loopback port with the given certificate and waits
+// startNullWebhook runs this program's null webhook, with flags such as
+// --typed, on a free loopback port with the given certificate and waits
 // until it answers. pid is its process's; stop kills it.
-func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string, typed bool) (base string, pid int, stop func(), err error) {
+func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFile, logFile string, flags ...string) (base string, pid int, stop func(), err error) {
 	self, err := os.Executable()
 	if err != nil {
 		return "", 0, nil, err
@@ -148,7 +192,7 @@ func startNullWebhook(ctx context.Context, client *http.Client, certFile, keyFil
 	if err != nil {
 		return "", 0, nil, err
 	}
-	cmd := exec.Command(self, nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile, fmt.Sprintf("--typed=%t", typed))
+	cmd := exec.Command(self, append([]string{nullWebhookCommand, "--listen", addr, "--tls-cert-file", certFile, "--tls-key-file", keyFile}, flags...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	if err := cmd.Start(); err != nil {
 		log.Close()

@@ -11,6 +11,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -117,7 +118,10 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 		failed.UID = resp.UID
 		out, _ = json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: failed})
 	}
+	// A length lets net/http send the answer as it is, not in chunks,
+	// which saves a write to the connection for a patch of some KiB.
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", strconv.Itoa(len(out)))
 	_, _ = w.Write(out)
 }
 
