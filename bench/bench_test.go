@@ -53,3 +53,12 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+func TestTableSeparatorMatchesHeader(t *testing.T) {
+	var r report
+	r.table("| a | b | c |", []string{"| 1 | 2 | 3 |"})
+	want := "| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n\n"
+	if got := r.b.String(); got != want {
+		t.Errorf("table:\n%q\nwant\n%q", got, want)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -307,7 +308,7 @@ const observerIdle = 20 * time.Second
 
 // flowControlReport is the many-drivers section's part on the unrelated
 // client.
-func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *report, idle observed, idleWait map[float64]float64, direct, viaSidecars, withAPF scaleResult) {
+func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *report, idle, direct, viaSidecars, withAPF scaleResult) {
 	settings := "kube-apiserver's default concurrency limits (`--max-requests-inflight 400 --max-mutating-requests-inflight 200`)"
 	if f := apiServerFlags(o.apiServerSeats); f != nil {
 		settings = fmt.Sprintf("`%s %s %s %s` (%d seats in all, sized for this machine's cores; the defaults are 400 and 200)", f[0], f[1], f[2], f[3], o.apiServerSeats)
@@ -315,22 +316,28 @@ func flowControlReport(ctx context.Context, env *testenv.Env, o options, r *repo
 	r.line("### An unrelated client during the burst")
 	r.line("")
 	r.line("ServiceAccount `%s/%s` GETs a ResourceQuota and LISTs its namespace's ResourceQuotas in turn (left out of the API server's figures above), one request every %s, from %s before the first burst to the end. The API server classified its requests with %s. kube-apiserver ran with %s; API Priority and Fairness shares those seats among its priority levels: `workload-low` (every ServiceAccount's, the drivers' too without the FlowSchema) had %.0f nominal seats, the chart's `%s` %.0f, without borrowing (`borrowingLimitPercent: 0`).",
-		observerNS, observerName, observerInterval, observerIdle, flowSchemaNames(ctx, env, idle.flowSchemas), settings,
+		observerNS, observerName, observerInterval, observerIdle, flowSchemaNames(ctx, env, idle.observed.flowSchemas), settings,
 		withAPF.seats["workload-low"], flowControlName, withAPF.seats[flowControlName])
 	r.line("")
-	r.line("The last two columns are the API server's own figure (`apiserver_flowcontrol_request_wait_duration_seconds`) for every request that waited in `workload-low`'s queues in the window: the part of the latency API Priority and Fairness adds; the rest is the request's execution.")
+	r.line("Where the client's time goes, from the API server's own figures for the window:")
 	r.line("")
-	r.line("| window | requests | p50 | p99 | p99 / idle p99 | failed | workload-low queue wait p50 | p99 |")
-	r.line("|---|---|---|---|---|---|---|---|")
-	idleP99 := pct(idle.lat, 0.99)
-	line := func(name string, w observed, wait map[float64]float64) {
-		r.line("| %s | %d | %s | %s | %.2f× | %d | %s | %s |", name, len(w.lat), pct(w.lat, 0.5), pct(w.lat, 0.99), float64(pct(w.lat, 0.99))/float64(idleP99), w.failed,
-			secs(quantile(0.5, wait)), secs(quantile(0.99, wait)))
+	r.line("- *queue wait*: `apiserver_flowcontrol_request_wait_duration_seconds` of every request that waited in `workload-low`'s queues, the part of the latency API Priority and Fairness adds;")
+	r.line("- *server*: `apiserver_request_duration_seconds` of the client's own requests, from the API server receiving each to its answer (histogram bounds 5, 25, 50, 100 ms ..., interpolated);")
+	r.line("- *kube-apiserver waiting for a CPU*: the time its threads spent runnable but not running (`/proc/<pid>/task/*/schedstat`), per second of the window: on these %d cores the API server shares the CPUs with etcd, kwok, kube-scheduler, the sidecars and the emulators, which on a cluster run on other machines. API Priority and Fairness bounds the requests each level executes at once, not the CPU the server gets.", runtime.NumCPU())
+	r.line("")
+	r.line("| window | requests | p50 | p99 | p99 / idle p99 | failed | queue wait p50 | queue wait p99 | server p50 | server p99 | kube-apiserver waiting for a CPU |")
+	r.line("|---|---|---|---|---|---|---|---|---|---|---|")
+	idleP99 := pct(idle.observed.lat, 0.99)
+	line := func(name string, x scaleResult) {
+		w := x.observed
+		r.line("| %s | %d | %s | %s | %.2f× | %d | %s | %s | %s | %s | %.0f ms/s |", name, len(w.lat), pct(w.lat, 0.5), pct(w.lat, 0.99), float64(pct(w.lat, 0.99))/float64(idleP99), w.failed,
+			secs(quantile(0.5, x.lowWait)), secs(quantile(0.99, x.lowWait)), secs(quantile(0.5, x.observerServer)), secs(quantile(0.99, x.observerServer)),
+			1000*x.apiServerRunDelay/x.running.Seconds())
 	}
-	line("idle, before the bursts", idle, idleWait)
-	line("burst straight to the API server", direct.observed, direct.lowWait)
-	line("burst through sidecars, without the FlowSchema", viaSidecars.observed, viaSidecars.lowWait)
-	line("burst through sidecars, with the chart's FlowSchema", withAPF.observed, withAPF.lowWait)
+	line("idle, before the bursts", idle)
+	line("burst straight to the API server", direct)
+	line("burst through sidecars, without the FlowSchema", viaSidecars)
+	line("burst through sidecars, with the chart's FlowSchema", withAPF)
 	r.line("")
 	ratio := float64(pct(withAPF.observed.lat, 0.99)) / float64(idleP99)
 	verdict := "met"
@@ -409,6 +416,32 @@ func driverToken(ctx context.Context, env *testenv.Env, ns string) (*rest.Config
 	}
 	admin := env.Cluster.RESTConfig()
 	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: admin.CAData, CAFile: admin.CAFile}}, nil
+}
+
+// observerLatency is the API server's latency histogram for the
+// observer's requests.
+func observerLatency(ms []sample) map[float64]float64 {
+	return buckets(ms, "apiserver_request_duration_seconds", func(l map[string]string) bool {
+		return l["resource"] == observerResource && l["verb"] != "WATCH"
+	})
+}
+
+// runDelay is the seconds the threads of process pid have spent runnable
+// but waiting for a CPU (the second field of each thread's schedstat).
+func runDelay(pid int) float64 {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	total := 0.0
+	for _, t := range tasks {
+		data, err := os.ReadFile(t)
+		if err != nil {
+			continue // the thread ended
+		}
+		if f := strings.Fields(string(data)); len(f) >= 2 {
+			ns, _ := strconv.ParseFloat(f[1], 64)
+			total += ns / 1e9
+		}
+	}
+	return total
 }
 
 // lowWait is the queue-wait histogram of workload-low, the observer's

@@ -146,6 +146,17 @@ func (r *report) line(format string, args ...any) {
 	fmt.Printf(format+"\n", args...)
 }
 
+// table writes a Markdown table: its header, the separator and rows, then
+// a blank line.
+func (r *report) table(header string, rows []string) {
+	r.line("%s", header)
+	r.line("|%s", strings.Repeat("---|", strings.Count(header, "|")-1))
+	for _, l := range rows {
+		r.line("%s", l)
+	}
+	r.line("")
+}
+
 func run(o options) error {
 	ctx := context.Background()
 	o.bin, _ = filepath.Abs(o.bin)
@@ -368,20 +379,10 @@ func webhookLoad(ctx context.Context, env *testenv.Env, o options, r *report) er
 	r.line("")
 	r.line("The floor of a mutating webhook that decodes the pod into its Go type, measured in the same runs: a typed no-op (`bench null-webhook --typed`), written as controller-runtime's defaulting webhook is, decodes the AdmissionReview and the pod, encodes the pod again and answers the JSON patch between the two (`jsonpatch.CreatePatch`), changing nothing. Ratios are the typed no-op / null, and sparklet / the typed no-op.")
 	r.line("")
-	r.line("| pod | concurrency | null req/s | typed no-op req/s | **typed no-op throughput / null** | typed no-op p50 | **p50 / null** | typed no-op p99 | **p99 / null** | **sparklet throughput / typed no-op** |")
-	r.line("|---|---|---|---|---|---|---|---|---|---|")
-	for _, l := range floor {
-		r.line("%s", l)
-	}
-	r.line("")
+	r.table("| pod | concurrency | null req/s | typed no-op req/s | **typed no-op throughput / null** | typed no-op p50 | **p50 / null** | typed no-op p99 | **p99 / null** | **sparklet throughput / typed no-op** |", floor)
 	r.line("What carrying sparklet's answer costs, measured in the same runs: a null webhook that answers every request with sparklet's own JSON patch for that pod (`bench null-webhook --answer`, the patch taken from sparklet before the rows), encoded in the AdmissionReview as sparklet encodes it, with none of the work of computing it. Its ratio to the null webhook is the best any webhook answering this patch can reach on this machine; sparklet / canned is what the work itself costs.")
 	r.line("")
-	r.line("| pod | concurrency | null req/s | canned answer req/s | **canned throughput / null** | canned p50 | **p50 / null** | canned p99 | **p99 / null** | **sparklet throughput / canned** | **sparklet p50 / canned** |")
-	r.line("|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, l := range answered {
-		r.line("%s", l)
-	}
-	r.line("")
+	r.table("| pod | concurrency | null req/s | canned answer req/s | **canned throughput / null** | canned p50 | **p50 / null** | canned p99 | **p99 / null** | **sparklet throughput / canned** | **sparklet p50 / canned** |", answered)
 	ourRSS, _ := procStats(env.WebhookPID())
 	nullRSS, _ := procStats(nullPID)
 	typedRSS, _ := procStats(typedPID)

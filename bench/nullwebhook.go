@@ -89,14 +89,8 @@ func nullWebhookMain(args []string) error {
 // request.
 func review(respond func(*admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var in admissionv1.AdmissionReview
-		if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
-			http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+		in, ok := readReview(w, r)
+		if !ok {
 			return
 		}
 		resp, err := respond(in.Request)
@@ -114,6 +108,21 @@ func review(respond func(*admissionv1.AdmissionRequest) (*admissionv1.AdmissionR
 	}
 }
 
+// readReview reads and decodes the AdmissionReview of r; when it cannot,
+// it answers the error and ok is false.
+func readReview(w http.ResponseWriter, r *http.Request) (in admissionv1.AdmissionReview, ok bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return in, false
+	}
+	if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
+		http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+		return in, false
+	}
+	return in, true
+}
+
 // allowAll allows the request.
 func allowAll(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse, error) {
 	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true}, nil
@@ -124,14 +133,8 @@ func allowAll(req *admissionv1.AdmissionRequest) (*admissionv1.AdmissionResponse
 func answerWith(patch []byte) http.HandlerFunc {
 	tail := []byte(`,"allowed":true,"patch":"` + base64.StdEncoding.EncodeToString(patch) + `","patchType":"JSONPatch"}}`)
 	return func(w http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 7<<20))
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
-		}
-		var in admissionv1.AdmissionReview
-		if err := json.Unmarshal(body, &in); err != nil || in.Request == nil {
-			http.Error(w, fmt.Sprintf("decode AdmissionReview: %v", err), http.StatusBadRequest)
+		in, ok := readReview(w, r)
+		if !ok {
 			return
 		}
 		kind, _ := json.Marshal(in.Kind)

@@ -27,6 +27,8 @@ type scaleResult struct {
 	seats, rejected     map[string]float64  // by priority level; rejected during the run
 	cpu                 map[string]float64  // CPU seconds until all Running, by process
 	lowWait             map[float64]float64 // workload-low's queue waits until all Running
+	observerServer      map[float64]float64 // the API server's latency for the observer's requests until all Running
+	apiServerRunDelay   float64             // seconds kube-apiserver's threads waited for a CPU until all Running
 	apiServer           profiles            // kube-apiserver's, with the FlowSchema only
 }
 
@@ -41,10 +43,14 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 		return err
 	}
 	defer obs.Stop()
-	from, idleBefore := obs.now(), apiMetrics(ctx, env.Client)
+	from, idleBefore, idleDelay := obs.now(), apiMetrics(ctx, env.Client), runDelay(env.Cluster.PIDs()["kube-apiserver"])
 	time.Sleep(observerIdle) // the idle window is the measurement itself, not synchronisation
-	idle := obs.window(from, obs.now())
-	idleWait := diff(lowWait(apiMetrics(ctx, env.Client)), lowWait(idleBefore))
+	idle := scaleResult{observed: obs.window(from, obs.now())}
+	idleAfter := apiMetrics(ctx, env.Client)
+	idle.lowWait = diff(lowWait(idleAfter), lowWait(idleBefore))
+	idle.observerServer = diff(observerLatency(idleAfter), observerLatency(idleBefore))
+	idle.apiServerRunDelay = runDelay(env.Cluster.PIDs()["kube-apiserver"]) - idleDelay
+	idle.running = observerIdle
 	direct, err := scaleRun(ctx, env, o, obs, "bench-scale-direct", false, false)
 	if err != nil {
 		return fmt.Errorf("drivers straight to the API server: %w", err)
@@ -77,7 +83,7 @@ func scale(ctx context.Context, env *testenv.Env, o options, r *report) error {
 		(sum(viaSidecars.steadyReqs)/viaSidecars.steady.Minutes())/(sum(direct.steadyReqs)/direct.steady.Minutes()))
 	r.line("- The %d sidecars together: peak RSS %.0f MiB (%.0f MiB each), %.1f CPU seconds.", o.drivers, viaSidecars.rssMiB, viaSidecars.rssMiB/float64(o.drivers), viaSidecars.cpuSeconds)
 	r.line("")
-	flowControlReport(ctx, env, o, r, idle, idleWait, direct, viaSidecars, withAPF)
+	flowControlReport(ctx, env, o, r, idle, direct, viaSidecars, withAPF)
 	return nil
 }
 
@@ -151,8 +157,10 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 		}
 	}
 	total := o.drivers * o.perDriver
-	before := withoutObserver(apiMetrics(ctx, env.Client))
+	beforeAll := apiMetrics(ctx, env.Client)
+	before := withoutObserver(beforeAll)
 	cpuBefore := cpuSeconds(env, sidecars)
+	delayBefore := runDelay(env.Cluster.PIDs()["kube-apiserver"])
 	start := time.Now()
 	observeFrom := obs.now()
 	run := watchRunning(runCtx, env.Client, ns, total, start)
@@ -175,7 +183,10 @@ func scaleRun(ctx context.Context, env *testenv.Env, o options, obs *observer, n
 	res.running = run.at
 	res.observed = obs.window(observeFrom, obs.now())
 	res.cpu = diff(cpuSeconds(env, sidecars), cpuBefore)
-	after := withoutObserver(apiMetrics(ctx, env.Client))
+	res.apiServerRunDelay = runDelay(env.Cluster.PIDs()["kube-apiserver"]) - delayBefore
+	afterAll := apiMetrics(ctx, env.Client)
+	res.observerServer = diff(observerLatency(afterAll), observerLatency(beforeAll))
+	after := withoutObserver(afterAll)
 	var rejectedBefore map[string]float64
 	_, rejectedBefore = levelSeats(before)
 	res.seats, res.rejected = levelSeats(after)
