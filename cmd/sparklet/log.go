@@ -8,6 +8,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/sirupsen/logrus"
 	"k8s.io/klog/v2"
+
+	"github.com/sparklet/sparklet/internal/jsonlog"
 )
 
 // newLogger returns a JSON logger with sub-second timestamps and the
@@ -20,7 +22,7 @@ func newLogger(w io.Writer, level, component string) (*logrus.Entry, error) {
 	}
 	l := logrus.New()
 	l.SetOutput(w)
-	l.SetFormatter(&logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano})
+	l.SetFormatter(&jsonlog.Formatter{JSONFormatter: logrus.JSONFormatter{TimestampFormat: time.RFC3339Nano}})
 	l.SetLevel(lvl)
 	log := l.WithField("component", component)
 	klog.SetLogger(logr.New(&logrusSink{log: log.WithField("logger", "client-go")}))
