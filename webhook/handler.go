@@ -65,8 +65,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // decodeReview checks and decodes the request. A non-nil response is the
 // error to answer with; the review then holds what could be read of the
 // caller's apiVersion, kind and request UID.
-func decodeReview(r *http.Request) (admissionv1.AdmissionReview, *admissionv1.AdmissionResponse) {
-	review := admissionv1.AdmissionReview{}
+func decodeReview(r *http.Request) (admissionReview, *admissionv1.AdmissionResponse) {
+	review := admissionReview{}
 	if r.Method != http.MethodPost {
 		return review, errorResponse(http.StatusMethodNotAllowed, "POST an AdmissionReview")
 	}
@@ -127,7 +127,7 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 
 // safeAdmit turns a panic into an error result, so one bad pod cannot take
 // the webhook down.
-func (h *Handler) safeAdmit(req *admissionv1.AdmissionRequest) (resp *admissionv1.AdmissionResponse) {
+func (h *Handler) safeAdmit(req *admissionRequest) (resp *admissionv1.AdmissionResponse) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.WithFields(logrus.Fields{"uid": req.UID, "panic": fmt.Sprint(p)}).Error("admission panicked")
@@ -140,7 +140,7 @@ func (h *Handler) safeAdmit(req *admissionv1.AdmissionRequest) (resp *admissionv
 
 // admit decides one request. The warnings the injection gave go with
 // whatever it answers, so kubectl shows them.
-func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
+func (h *Handler) admit(req *admissionRequest) *admissionv1.AdmissionResponse {
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
@@ -157,14 +157,14 @@ func (h *Handler) admit(req *admissionv1.AdmissionRequest) *admissionv1.Admissio
 	}
 	var res patches.Result
 	var name string
-	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
+	ops, err := podpatch.Mutate(req.Object, func(pod *corev1.Pod) error {
 		name = pod.Name
 		if name == "" {
 			name = pod.GenerateName
 		}
 		log = log.WithField("name", name)
 		if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
-			log.WithField("pod", string(req.Object.Raw)).Debug("request")
+			log.WithField("pod", string(req.Object)).Debug("request")
 		}
 		in := patches.Input{Namespace: req.Namespace, Version: version.Version}
 		var err error

@@ -11,7 +11,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	admissionv1 "k8s.io/api/admission/v1"
+	authnv1 "k8s.io/api/authentication/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -81,8 +83,10 @@ func TestBadBodies(t *testing.T) {
 		{"not JSON", "not json", "", "admission.k8s.io/v1", "decode AdmissionReview: invalid character 'o' in literal null"},
 		{"truncated", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-1"`, "", "admission.k8s.io/v1", "decode AdmissionReview: unexpected end of JSON input"},
 		{"no request", `{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview"}`, "", "admission.k8s.io/v1beta1", "decode AdmissionReview: no request in the AdmissionReview"},
-		{"request of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":"x"}`, "", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal string into Go struct field AdmissionReview.request"},
-		{"a field of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2","operation":5}}`, "u-2", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal number into Go struct field AdmissionRequest.request.operation"},
+		{"request of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":"x"}`, "", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal string into Go struct field admissionReview.request"},
+		{"a field of the wrong type", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-2","operation":5}}`, "u-2", "admission.k8s.io/v1", "decode AdmissionReview: json: cannot unmarshal number into Go struct field admissionRequest.request.operation"},
+		{"a null object", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-3","resource":{"version":"v1","resource":"pods"},"namespace":"spark-jobs","operation":"CREATE","object":null}}`, "u-3", "admission.k8s.io/v1", "decode pod: unexpected end of JSON input"},
+		{"a broken member the webhook does not read", `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u-4","userInfo":{"groups":[1,}}}`, "", "admission.k8s.io/v1", "decode AdmissionReview: invalid character '}'"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := serve(h, http.MethodPost, "application/json", []byte(tc.body))
@@ -124,6 +128,58 @@ func TestEchoesCallerAndUID(t *testing.T) {
 	}
 	if out.Response.UID != "0d7d3b0c-1111-4222-8333-444455556666" {
 		t.Errorf("uid = %q", out.Response.UID)
+	}
+}
+
+// TestAPIServersWholeReview: a review with every member kube-apiserver
+// fills (userInfo, options, the request kinds, oldObject) is admitted as
+// the bare one is: the webhook reads the members it needs and only scans
+// the rest.
+func TestAPIServersWholeReview(t *testing.T) {
+	h := policyHandler(t, "testdata/policy.yaml")
+	raw := fixtureJSON(t, "../examples/spark-pi-pod.yaml")
+	want, refused := admitPod(t, h, raw)
+	if refused != "" {
+		t.Fatalf("refused: %s", refused)
+	}
+	dryRun := false
+	whole, err := json.Marshal(admissionv1.AdmissionReview{
+		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
+		Request: &admissionv1.AdmissionRequest{
+			UID:             "0d7d3b0c-1111-4222-8333-444455556666",
+			Kind:            metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			Resource:        podResource,
+			RequestKind:     &metav1.GroupVersionKind{Version: "v1", Kind: "Pod"},
+			RequestResource: &podResource,
+			Name:            "spark-pi",
+			Namespace:       "spark-jobs",
+			Operation:       admissionv1.Create,
+			UserInfo: authnv1.UserInfo{Username: "system:serviceaccount:spark-jobs:airflow", UID: "u",
+				Groups: []string{"system:serviceaccounts", "system:authenticated"}, Extra: map[string]authnv1.ExtraValue{"authentication.kubernetes.io/pod-name": {"scheduler-0"}}},
+			Object:  runtimeRaw(raw),
+			DryRun:  &dryRun,
+			Options: runtimeRaw([]byte(`{"kind":"CreateOptions","apiVersion":"meta.k8s.io/v1","fieldManager":"kubectl-client-side-apply"}`)),
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := call(t, h, whole).Response
+	if !resp.Allowed || len(resp.Patch) == 0 {
+		t.Fatalf("not injected: %+v", resp)
+	}
+	p, err := jsonpatch.DecodePatch(resp.Patch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := p.Apply(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each admission generates its own application id.
+	got, want = withGoldenAppID(t, raw, got), withGoldenAppID(t, raw, want)
+	if !jsonpatch.Equal(got, want) {
+		t.Errorf("the whole review gave\n%s\nthe bare one\n%s", got, want)
 	}
 }
 
