@@ -3,6 +3,7 @@
 package spec
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -119,14 +120,15 @@ func parseList(value string) ([]Entry, error) {
 			entries[i] = Entry{URL: s}
 			continue
 		}
-		var probe struct {
-			URL any `json:"url"`
-		}
-		_ = json.Unmarshal(raw, &probe)
-		u, _ := probe.URL.(string)
-		dec := json.NewDecoder(strings.NewReader(string(raw)))
+		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&entries[i]); err != nil {
+			// Name the entry by its url when it has one.
+			var probe struct {
+				URL any `json:"url"`
+			}
+			_ = json.Unmarshal(raw, &probe)
+			u, _ := probe.URL.(string)
 			return nil, fmt.Errorf("%s: %s", where(i, u), decodeProblem(err))
 		}
 	}
