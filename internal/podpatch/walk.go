@@ -14,9 +14,9 @@ import (
 // against a, the JSON that was sent at path (nil when none was), without
 // encoding what did not change: it descends through structs, pointers,
 // slices of structs and maps with string keys as encoding/json lays them
-// out, skips what is deeply
-// equal, and hands the rest to the three-way diff encoded. o and m are
-// addressable and both present in the encoded pod.
+// out, skips what is deeply equal, and hands the rest to the three-way
+// diff encoded. o and m are both present in the encoded pod; o and m are
+// addressable except below a map.
 func (d *differ) walk(path string, a []byte, o, m reflect.Value) error {
 	t := o.Type()
 	switch {
