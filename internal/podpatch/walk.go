@@ -15,8 +15,8 @@ import (
 // encoding what did not change: it descends through structs, pointers,
 // slices of structs and maps with string keys as encoding/json lays them
 // out, skips what is deeply equal, and hands the rest to the three-way
-// diff encoded. o and m are both present in the encoded pod; o and m are
-// addressable except below a map.
+// diff encoded. o and m are addressable and both present in the encoded
+// pod; map values, which are not, are encoded whole (entries).
 func (d *differ) walk(path string, a []byte, o, m reflect.Value) error {
 	t := o.Type()
 	switch {
