@@ -95,7 +95,13 @@ func admitWithWarnings(t testing.TB, h http.Handler, raw []byte) (result []byte,
 	if len(resp.Patch) == 0 {
 		return raw, "", warnings
 	}
-	p, err := jsonpatch.DecodePatch(resp.Patch)
+	return applied(t, raw, resp.Patch), "", warnings
+}
+
+// applied is raw with the JSON patch applied.
+func applied(t testing.TB, raw, patch []byte) []byte {
+	t.Helper()
+	p, err := jsonpatch.DecodePatch(patch)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +109,7 @@ func admitWithWarnings(t testing.TB, h http.Handler, raw []byte) (result []byte,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return out, "", warnings
+	return out
 }
 
 func fileExists(path string) bool {

@@ -157,14 +157,14 @@ func (h *Handler) admit(req *admissionRequest) *admissionv1.AdmissionResponse {
 	}
 	var res patches.Result
 	var name string
-	ops, err := podpatch.Mutate(req.Object, func(pod *corev1.Pod) error {
+	ops, err := podpatch.Mutate(req.Object.Raw, func(pod *corev1.Pod) error {
 		name = pod.Name
 		if name == "" {
 			name = pod.GenerateName
 		}
 		log = log.WithField("name", name)
 		if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
-			log.WithField("pod", string(req.Object)).Debug("request")
+			log.WithField("pod", string(req.Object.Raw)).Debug("request")
 		}
 		in := patches.Input{Namespace: req.Namespace, Version: version.Version}
 		var err error

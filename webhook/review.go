@@ -1,24 +1,22 @@
 package webhook
 
 import (
-	"bytes"
-	"encoding/json"
-
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// admissionReview is the part of an AdmissionReview the webhook reads. Decoding
-// only it leaves the rest of the request (userInfo, options, oldObject,
-// the kinds) to be scanned, not decoded.
+// admissionReview is the part of an AdmissionReview the webhook reads.
+// Decoding only it leaves the rest of the request (userInfo, options,
+// oldObject, the kinds) to be scanned, not decoded.
 type admissionReview struct {
 	metav1.TypeMeta `json:",inline"`
 	Request         *admissionRequest `json:"request,omitempty"`
 }
 
-// admissionRequest is the part of an admissionv1.AdmissionRequest the webhook
-// reads, with the same JSON names.
+// admissionRequest is the part of an admissionv1.AdmissionRequest the
+// webhook reads, with the same JSON names and types.
 type admissionRequest struct {
 	UID         types.UID                   `json:"uid"`
 	Resource    metav1.GroupVersionResource `json:"resource"`
@@ -26,18 +24,5 @@ type admissionRequest struct {
 	Namespace   string                      `json:"namespace,omitempty"`
 	Operation   admissionv1.Operation       `json:"operation"`
 	DryRun      *bool                       `json:"dryRun,omitempty"`
-	Object      object                      `json:"object,omitempty"`
+	Object      runtime.RawExtension        `json:"object,omitempty"`
 }
-
-// object is the request's raw object; null leaves it empty, as
-// runtime.RawExtension does.
-type object []byte
-
-func (o *object) UnmarshalJSON(data []byte) error {
-	if !bytes.Equal(data, []byte("null")) {
-		*o = append((*o)[:0], data...)
-	}
-	return nil
-}
-
-var _ json.Unmarshaler = (*object)(nil)
