@@ -47,6 +47,13 @@ image: $(BIN)/sparklet $(BIN)/sparklet-sidecar
 cluster-binaries:
 	@hack/cluster/build.sh $(BIN)
 
+# The real node (test/node): the kubelet and kube-proxy of the control
+# plane's Kubernetes version, containerd and CoreDNS, built from Go modules;
+# runc, the CNI plugins and nft from Debian's packages (hack/node/build.sh).
+.PHONY: node-binaries
+node-binaries: cluster-binaries
+	@hack/node/build.sh $(BIN)
+
 # Apache YuniKorn's scheduler, for the gang-scheduling tests (e2e/gang),
 # built from the separate module hack/yunikorn.
 yunikorn-binary:

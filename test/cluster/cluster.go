@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -144,6 +145,12 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The API server's client certificate for kubelets (logs, exec,
+	// port-forward on a real node); kwok's nodes do not ask for one.
+	kubeletClientCert, kubeletClientKey, err := c.ca.issue("kube-apiserver-kubelet-client", []string{"system:masters"}, nil, true)
+	if err != nil {
+		return err
+	}
 	saKey, saPub, err := serviceAccountKeys()
 	if err != nil {
 		return err
@@ -152,6 +159,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.path("pki", "ca.crt"): c.ca.CertPEM, c.path("pki", "ca.key"): c.ca.KeyPEM,
 		c.path("pki", "apiserver.crt"): serverCert, c.path("pki", "apiserver.key"): serverKey,
 		c.path("pki", "sa.key"): saKey, c.path("pki", "sa.pub"): saPub,
+		c.path("pki", "kubelet-client.crt"): kubeletClientCert, c.path("pki", "kubelet-client.key"): kubeletClientKey,
 	}); err != nil {
 		return err
 	}
@@ -186,6 +194,7 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--cert-dir", c.path("pki"),
 		"--tls-cert-file", c.path("pki", "apiserver.crt"), "--tls-private-key-file", c.path("pki", "apiserver.key"),
 		"--client-ca-file", c.path("pki", "ca.crt"),
+		"--kubelet-client-certificate", c.path("pki", "kubelet-client.crt"), "--kubelet-client-key", c.path("pki", "kubelet-client.key"),
 		"--service-account-issuer", "https://kubernetes.default.svc",
 		"--service-account-key-file", c.path("pki", "sa.pub"),
 		"--service-account-signing-key-file", c.path("pki", "sa.key"),
@@ -351,6 +360,31 @@ func (c *Cluster) CA() (certPEM, keyPEM []byte) { return c.ca.CertPEM, c.ca.KeyP
 // the API server trusts with the CA as caBundle.
 func (c *Cluster) IssueServingCert(hosts ...string) (certPEM, keyPEM []byte, err error) {
 	return c.ca.issue(hosts[0], nil, hosts, false)
+}
+
+// IssueClientCert issues a client certificate from the cluster CA for the
+// user cn in the given groups, e.g. a kubelet's system:node:NAME.
+func (c *Cluster) IssueClientCert(cn string, groups ...string) (certPEM, keyPEM []byte, err error) {
+	return c.ca.issue(cn, groups, nil, true)
+}
+
+// WriteKubeconfig writes a kubeconfig for the client certificate cert to
+// path, reaching the API server at server (https://host:port), or at the
+// address the admin kubeconfig uses when server is empty.
+func (c *Cluster) WriteKubeconfig(path, server string, cert, key []byte) error {
+	if server == "" {
+		server = c.config.Host
+	}
+	return writeKubeconfig(path, server, c.ca.CertPEM, cert, key)
+}
+
+// APIServerPort is the port kube-apiserver serves on.
+func (c *Cluster) APIServerPort() (int, error) {
+	u, err := url.Parse(c.config.Host)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(u.Port())
 }
 
 // Dir is where the cluster keeps its files; logs are in Dir/logs.
