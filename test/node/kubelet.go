@@ -80,6 +80,9 @@ func (n *Node) startKubelet(ctx context.Context) error {
 	if err := c.WriteKubeconfig(n.path("kubelet.kubeconfig"), n.server(), clientCert, clientKey); err != nil {
 		return err
 	}
+	if err := makeCgroupRoot(); err != nil {
+		return fmt.Errorf("cgroup root %s: %w", cgroupRoot, err)
+	}
 	config := fmt.Sprintf(kubeletConfig, cgroupRoot, n.socket(), IP,
 		n.path("pki", "kubelet.crt"), n.path("pki", "kubelet.key"), n.path("pki", "ca.crt"),
 		DNSIP, ClusterDomain, n.path("kubelet", "resolv.conf"), n.path("pod-logs"))

@@ -104,6 +104,35 @@ func cgroupHierarchies() []string {
 	return dirs
 }
 
+// makeCgroupRoot creates cgroupRoot in every cgroup v1 hierarchy, as the
+// kubelet refuses a cgroup root that does not exist; a new cpuset cgroup
+// starts with no CPUs and no memory nodes, so it gets its parent's.
+func makeCgroupRoot() error {
+	hierarchies, err := filepath.Glob("/sys/fs/cgroup/*")
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		if _, err := os.Stat(filepath.Join(h, "cgroup.procs")); err != nil {
+			continue
+		}
+		dir := h + cgroupRoot
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			parent, err := os.ReadFile(filepath.Join(h, f))
+			if err != nil {
+				continue
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), parent, 0o644); err != nil {
+				return fmt.Errorf("%s: %w", filepath.Join(dir, f), err)
+			}
+		}
+	}
+	return nil
+}
+
 // cgroupPIDs are the processes of the node's pods.
 func cgroupPIDs() []int {
 	var pids []int
