@@ -1,4 +1,3 @@
-// Package test checks the module's layering; the test harness is below it.
 package test
 
 import (
@@ -54,6 +53,8 @@ type pkg struct {
 	Dir            string
 	GoFiles        []string
 	IgnoredGoFiles []string // excluded by build constraints, such as sidecaronly
+	TestGoFiles    []string
+	XTestGoFiles   []string
 	Imports        []string
 	Deps           []string
 }
@@ -207,7 +208,7 @@ func standard(path string) bool {
 // listModule runs go list over the module's packages.
 func listModule(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,IgnoredGoFiles,Imports,Deps", module+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,IgnoredGoFiles,TestGoFiles,XTestGoFiles,Imports,Deps", module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
