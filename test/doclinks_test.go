@@ -14,12 +14,13 @@ import (
 )
 
 // TestDocLinks checks every relative link in the repository's Markdown
-// (README.md, docs/, the chart's README, bench results) and every path the
-// examples' comments cite: the file exists, and a #anchor names a heading
-// of the file it points into.
+// (README.md, docs/, the chart's README, bench results), every Go file it
+// cites in backquotes, and every path the comments of the examples and
+// the chart cite: the file exists, and a #anchor names a heading of the
+// file it points into.
 func TestDocLinks(t *testing.T) {
 	docs := map[string]string{} // path relative to the repository: text
-	var examples []string
+	var commented []string      // YAML files whose comments cite paths
 	err := filepath.WalkDir("..", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -34,8 +35,8 @@ func TestDocLinks(t *testing.T) {
 			text, err := os.ReadFile(p)
 			docs[rel] = string(text)
 			return err
-		case path.Dir(rel) == "examples" && strings.HasSuffix(rel, ".yaml"):
-			examples = append(examples, rel)
+		case (path.Dir(rel) == "examples" || strings.HasPrefix(rel, "charts/")) && strings.HasSuffix(rel, ".yaml"):
+			commented = append(commented, rel)
 		}
 		return nil
 	})
@@ -49,17 +50,21 @@ func TestDocLinks(t *testing.T) {
 		_, err := os.Stat(filepath.Join("..", filepath.FromSlash(rel)))
 		return err == nil
 	}
-	for _, problem := range checkLinks(docs, exists) {
+	tops, err := topDirs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, problem := range checkLinks(docs, tops, exists) {
 		t.Error(problem)
 	}
-	for _, ex := range examples {
-		text, err := os.ReadFile(filepath.Join("..", ex))
+	for _, y := range commented {
+		text, err := os.ReadFile(filepath.Join("..", y))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, cited := range citedPaths(string(text)) {
+		for _, cited := range citedPaths(string(text), tops) {
 			if !exists(cited) {
-				t.Errorf("%s cites %s, which does not exist", ex, cited)
+				t.Errorf("%s cites %s, which does not exist", y, cited)
 			}
 		}
 	}
@@ -74,9 +79,11 @@ func TestDocLinksCheckerRejects(t *testing.T) {
 			"```\n[in a fence](nowhere.md)\n```\n\n" +
 			"Broken: [gone](docs/gone.md), [no part](docs/a.md#no-such-part), [no top](#nothing).\n",
 		"docs/a.md": "# A\n\n## The part's name\n\n## Repeated\n\n## Repeated\n\n" +
-			"[back](../README.md#title), [second](#repeated-1), [third](#repeated-2), [up](../charts/gone.yaml).\n",
+			"[back](../README.md#title), [second](#repeated-1), [third](#repeated-2), [up](../charts/gone.yaml).\n" +
+			"In `sidecar/watch.go` and `sidecar/gone.go`, not `sidecar/...` nor `other/x.go`.\n",
 	}
-	files := []string{"README.md", "docs/a.md", "charts/values.yaml"}
+	files := []string{"README.md", "docs/a.md", "charts/values.yaml", "sidecar/watch.go"}
+	tops := []string{"charts", "docs", "sidecar"}
 	exists := func(rel string) bool { return slices.Contains(files, rel) }
 	want := []string{
 		"README.md:9: docs/gone.md does not exist",
@@ -84,8 +91,9 @@ func TestDocLinksCheckerRejects(t *testing.T) {
 		"README.md:9: README.md has no heading #nothing",
 		"docs/a.md:9: docs/a.md has no heading #repeated-2",
 		"docs/a.md:9: charts/gone.yaml does not exist",
+		"docs/a.md:10: sidecar/gone.go does not exist",
 	}
-	problems := checkLinks(docs, exists)
+	problems := checkLinks(docs, tops, exists)
 	for _, w := range want {
 		if !slices.Contains(problems, w) {
 			t.Errorf("not reported: %s", w)
@@ -94,7 +102,7 @@ func TestDocLinksCheckerRejects(t *testing.T) {
 	if len(problems) != len(want) {
 		t.Errorf("%d problems, want %d:\n%s", len(problems), len(want), strings.Join(problems, "\n"))
 	}
-	if got := citedPaths("# see docs/policy.md and charts/sparklet/values.yaml.\nkind: Pod # docs/x.md\n"); !slices.Equal(got, []string{"docs/policy.md", "charts/sparklet/values.yaml", "docs/x.md"}) {
+	if got := citedPaths("# see docs/policy.md and charts/sparklet/values.yaml.\nkind: Pod # docs/x.md, not other/y.md\n", tops); !slices.Equal(got, []string{"docs/policy.md", "charts/sparklet/values.yaml", "docs/x.md"}) {
 		t.Errorf("citedPaths = %v", got)
 	}
 }
@@ -104,13 +112,17 @@ var (
 	inlineLink = regexp.MustCompile(`\]\(([^)\s]+)(?:\s+"[^"]*")?\)`)
 	// codeSpan is inline code, where brackets are not links.
 	codeSpan = regexp.MustCompile("`[^`]*`")
-	// cited is a path into the repository that a YAML comment names.
-	cited = regexp.MustCompile(`\b(?:docs|charts|examples|bench)/[A-Za-z0-9_./-]*[A-Za-z0-9_]`)
+	// repoPath is a path that may be one into the repository.
+	repoPath = regexp.MustCompile(`\b[a-z0-9_-]+/[A-Za-z0-9_./-]*[A-Za-z0-9_]`)
+	// goFileSpan is a Go file's path in backquotes.
+	goFileSpan = regexp.MustCompile("`([a-z0-9_-]+/[A-Za-z0-9_./-]*\\.go)`")
 )
 
 // checkLinks returns every relative link in docs (path: text) that points
-// to no file, or to a heading its target does not have.
-func checkLinks(docs map[string]string, exists func(rel string) bool) []string {
+// to no file, or to a heading its target does not have, and every Go file
+// under one of the top directories tops that a doc cites and that does not
+// exist.
+func checkLinks(docs map[string]string, tops []string, exists func(rel string) bool) []string {
 	var problems []string
 	anchors := map[string][]string{}
 	for doc, text := range docs {
@@ -129,6 +141,11 @@ func checkLinks(docs map[string]string, exists func(rel string) bool) []string {
 			for _, m := range inlineLink.FindAllStringSubmatch(codeSpan.ReplaceAllString(line, ""), -1) {
 				if problem := checkLink(doc, m[1], anchors, exists); problem != "" {
 					problems = append(problems, fmt.Sprintf("%s:%d: %s", doc, n+1, problem))
+				}
+			}
+			for _, m := range goFileSpan.FindAllStringSubmatch(line, -1) {
+				if underAny(m[1], tops) && !exists(m[1]) {
+					problems = append(problems, fmt.Sprintf("%s:%d: %s does not exist", doc, n+1, m[1]))
 				}
 			}
 		}
@@ -214,13 +231,40 @@ func slugify(heading string) string {
 	return b.String()
 }
 
-// citedPaths returns the repository paths a YAML file's comments name.
-func citedPaths(text string) []string {
+// citedPaths returns the paths under the top directories tops that a
+// YAML file's comments name.
+func citedPaths(text string, tops []string) []string {
 	var paths []string
 	for _, line := range strings.Split(text, "\n") {
 		if _, comment, ok := strings.Cut(line, "#"); ok {
-			paths = append(paths, cited.FindAllString(comment, -1)...)
+			for _, p := range repoPath.FindAllString(comment, -1) {
+				if underAny(p, tops) {
+					paths = append(paths, p)
+				}
+			}
 		}
 	}
 	return paths
+}
+
+// underAny reports whether rel is under one of the directories tops.
+func underAny(rel string, tops []string) bool {
+	top, _, _ := strings.Cut(rel, "/")
+	return slices.Contains(tops, top)
+}
+
+// topDirs returns the repository's top-level directories, hidden ones and
+// build output aside.
+func topDirs() ([]string, error) {
+	entries, err := os.ReadDir("..")
+	if err != nil {
+		return nil, err
+	}
+	var tops []string
+	for _, e := range entries {
+		if e.IsDir() && !skipDir(e.Name()) {
+			tops = append(tops, e.Name())
+		}
+	}
+	return tops, nil
 }
