@@ -94,15 +94,7 @@ func TestLayeringTableCheckerRejects(t *testing.T) {
 		"hack/helm is in the package table as a module of its own, but it has no go.mod",
 		"hack/cluster, a module of its own, is not in the package table as one",
 	}
-	problems := checkTable(pkgs, rows, modules)
-	for _, w := range want {
-		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, w) }) {
-			t.Errorf("not reported: %s", w)
-		}
-	}
-	if len(problems) != len(want) {
-		t.Errorf("%d problems, want %d:\n%s", len(problems), len(want), strings.Join(problems, "\n"))
-	}
+	wantProblems(t, checkTable(pkgs, rows, modules), want)
 	for _, malformed := range []string{
 		"# no table here\n",
 		"## Packages\n\n| Package | Job | Imports from the project | Rule |\n| --- | --- | --- | --- |\n| `a` | job | `b`, c | |\n",
@@ -111,6 +103,20 @@ func TestLayeringTableCheckerRejects(t *testing.T) {
 		if _, err := parseTable(malformed); err == nil {
 			t.Errorf("parseTable(%q) accepted it", malformed)
 		}
+	}
+}
+
+// wantProblems fails t unless each of problems starts with one of want,
+// in any order, and each of want begins one of them.
+func wantProblems(t *testing.T, problems, want []string) {
+	t.Helper()
+	for _, w := range want {
+		if !slices.ContainsFunc(problems, func(p string) bool { return strings.HasPrefix(p, w) }) {
+			t.Errorf("not reported: %s", w)
+		}
+	}
+	if len(problems) != len(want) {
+		t.Errorf("%d problems, want %d:\n%s", len(problems), len(want), strings.Join(problems, "\n"))
 	}
 }
 

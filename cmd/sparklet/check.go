@@ -123,15 +123,11 @@ func completeNames(kube *kubeFlags, list func(client kubernetes.Interface, ctxNS
 
 // podNames lists the names of the pods in namespace ns.
 func podNames(client kubernetes.Interface, ns string) ([]string, error) {
-	pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+	list, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(pods.Items))
-	for _, p := range pods.Items {
-		names = append(names, p.Name)
-	}
-	return names, nil
+	return names(list.Items), nil
 }
 
 // namespaceNames lists the names of the cluster's namespaces.
@@ -140,9 +136,17 @@ func namespaceNames(client kubernetes.Interface) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, n := range list.Items {
-		names = append(names, n.Name)
+	return names(list.Items), nil
+}
+
+// names returns the names of a list's items.
+func names[T any, P interface {
+	*T
+	GetName() string
+}](items []T) []string {
+	out := make([]string, 0, len(items))
+	for i := range items {
+		out = append(out, P(&items[i]).GetName())
 	}
-	return names, nil
+	return out
 }
