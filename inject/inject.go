@@ -1,7 +1,3 @@
-// Package inject is the offline injector behind `sparklet inject`.
-// It runs the webhook's mutation over YAML or JSON documents, read as
-// kubectl reads them, so a platform team can test a policy and a GitOps
-// user can pre-render driver pods.
 package inject
 
 import (
@@ -11,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	patchops "gomodules.xyz/jsonpatch/v2"
 	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -213,51 +210,23 @@ func injectObject(obj map[string]any, opts Options) (changed bool, refusal strin
 	kind, _ := obj["kind"].(string)
 	meta, _ := obj["metadata"].(map[string]any)
 	name := describe(kind, meta)
-	ns := opts.Namespace
-	if v, _ := meta["namespace"].(string); v != "" {
-		if opts.NamespaceExplicit && v != opts.Namespace {
-			return false, "", fmt.Errorf("%s: the namespace from the object (%q) does not match --namespace %q; pass --namespace=%s or remove one", name, v, opts.Namespace, v)
-		}
-		ns = v
-	}
-	if ns == "" {
-		ns = "default"
+	ns, err := namespaceOf(name, meta, opts)
+	if err != nil {
+		return false, "", err
 	}
 	skip := func(reason string) (bool, string, error) {
 		opts.report("%s: skipped (%s)", name, reason)
 		return false, "", nil
 	}
-
-	var podObj, tmpl map[string]any
-	if kind == "Pod" {
-		podObj = obj
-	} else if path, ok := templatePaths[kind]; ok {
-		tmpl, _ = lookup(obj, path).(map[string]any)
-		if tmpl == nil {
-			return skip("no pod template at " + strings.Join(path, "."))
-		}
-		podObj = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": tmpl["metadata"], "spec": tmpl["spec"]}
-		if podObj["metadata"] == nil {
-			podObj["metadata"] = map[string]any{}
-		}
-	} else {
-		return skip("a " + kind + " has no pod template")
+	podObj, tmpl, noPod := podIn(obj, kind)
+	if noPod != "" {
+		return skip(noPod)
 	}
-
 	raw, err := json.Marshal(podObj)
 	if err != nil {
 		return false, "", err
 	}
-	var res patches.Result
-	var sched string
-	ops, err := podpatch.Mutate(raw, func(pod *corev1.Pod) error {
-		var err error
-		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID, Template: kind != "Pod"})
-		if s, ok, _ := patches.SchedulingOf(pod); ok && err == nil {
-			sched = s.String()
-		}
-		return err
-	})
+	ops, res, sched, err := mutateDriver(raw, ns, kind != "Pod", opts)
 	if err != nil {
 		opts.report("%s: refused (%v)", name, err)
 		return false, fmt.Sprintf("%s: %v", name, err), nil
@@ -271,20 +240,8 @@ func injectObject(obj map[string]any, opts Options) (changed bool, refusal strin
 	if len(ops) == 0 {
 		return skip("already injected")
 	}
-	patchJSON, err := podpatch.Encode(ops)
+	patchedPod, err := applyOps(name, raw, ops)
 	if err != nil {
-		return false, "", err
-	}
-	p, err := jsonpatch.DecodePatch(patchJSON)
-	if err != nil {
-		return false, "", fmt.Errorf("%s: %w", name, err)
-	}
-	patched, err := p.Apply(raw)
-	if err != nil {
-		return false, "", fmt.Errorf("%s: apply patch: %w", name, err)
-	}
-	var patchedPod map[string]any
-	if err := json.Unmarshal(patched, &patchedPod); err != nil {
 		return false, "", err
 	}
 	if kind == "Pod" {
@@ -303,6 +260,81 @@ func injectObject(obj map[string]any, opts Options) (changed bool, refusal strin
 		opts.report("%s: scheduling: %s", name, sched)
 	}
 	return true, "", nil
+}
+
+// namespaceOf is the namespace an object is injected for: its own, else
+// --namespace, else "default". An object naming another namespace than an
+// explicit --namespace is an error, as in kubectl.
+func namespaceOf(name string, meta map[string]any, opts Options) (string, error) {
+	ns := opts.Namespace
+	if v, _ := meta["namespace"].(string); v != "" {
+		if opts.NamespaceExplicit && v != opts.Namespace {
+			return "", fmt.Errorf("%s: the namespace from the object (%q) does not match --namespace %q; pass --namespace=%s or remove one", name, v, opts.Namespace, v)
+		}
+		ns = v
+	}
+	if ns == "" {
+		ns = "default"
+	}
+	return ns, nil
+}
+
+// podIn returns the pod an object is or holds: obj itself for a Pod, else
+// a Pod built of its template's metadata and spec, and the template. When
+// there is none, noPod says why.
+func podIn(obj map[string]any, kind string) (pod, tmpl map[string]any, noPod string) {
+	if kind == "Pod" {
+		return obj, nil, ""
+	}
+	path, ok := templatePaths[kind]
+	if !ok {
+		return nil, nil, "a " + kind + " has no pod template"
+	}
+	tmpl, _ = lookup(obj, path).(map[string]any)
+	if tmpl == nil {
+		return nil, nil, "no pod template at " + strings.Join(path, ".")
+	}
+	pod = map[string]any{"apiVersion": "v1", "kind": "Pod", "metadata": tmpl["metadata"], "spec": tmpl["spec"]}
+	if pod["metadata"] == nil {
+		pod["metadata"] = map[string]any{}
+	}
+	return pod, tmpl, ""
+}
+
+// mutateDriver runs the webhook's mutation of a driver pod over raw and
+// returns its patch, its result and the scheduling it settled on, if any.
+func mutateDriver(raw []byte, ns string, template bool, opts Options) (ops []patchops.Operation, res patches.Result, sched string, err error) {
+	ops, err = podpatch.Mutate(raw, func(pod *corev1.Pod) error {
+		var err error
+		res, err = patches.Driver(pod, patches.Input{Namespace: ns, Policy: opts.Policy.For(ns), Version: opts.Version, AppID: opts.AppID, Template: template})
+		if s, ok, _ := patches.SchedulingOf(pod); ok && err == nil {
+			sched = s.String()
+		}
+		return err
+	})
+	return ops, res, sched, err
+}
+
+// applyOps applies a patch to raw, as the API server would, and decodes
+// the result.
+func applyOps(name string, raw []byte, ops []patchops.Operation) (map[string]any, error) {
+	patchJSON, err := podpatch.Encode(ops)
+	if err != nil {
+		return nil, err
+	}
+	p, err := jsonpatch.DecodePatch(patchJSON)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	patched, err := p.Apply(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%s: apply patch: %w", name, err)
+	}
+	var patchedPod map[string]any
+	if err := json.Unmarshal(patched, &patchedPod); err != nil {
+		return nil, err
+	}
+	return patchedPod, nil
 }
 
 func (o Options) report(format string, args ...any) {

@@ -8,12 +8,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/flowcontrol"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )

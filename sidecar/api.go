@@ -7,9 +7,10 @@ import (
 	"strings"
 
 	"github.com/sirupsen/logrus"
-	"github.com/sparklet/sparklet/internal/kubecore"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/sparklet/sparklet/internal/kubecore"
 )
 
 // fieldManager names the sidecar on every write it makes.

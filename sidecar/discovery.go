@@ -4,10 +4,11 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/sparklet/sparklet/internal/kubecore"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+
+	"github.com/sparklet/sparklet/internal/kubecore"
 )
 
 var podsGR = schema.GroupResource{Resource: "pods"}

@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+
+	"github.com/sparklet/sparklet/internal/kubecore"
 )
 
 // eventQueue bounds the Events waiting to be written; past it they are

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"fmt"
-	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"strings"
 	"testing"
@@ -16,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 )
 
 func eventsWithReason(t *testing.T, client *fake.Clientset, reason string) []corev1.Event {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"net/http"
 	"net/url"
@@ -22,6 +21,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"github.com/sparklet/sparklet/patches"
 )
 

@@ -6,11 +6,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/patches"
 )
 

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	"github.com/sparklet/sparklet/internal/kubecore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"

@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"io"
 	"net/http"
 	"os"
@@ -24,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )

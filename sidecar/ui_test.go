@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )

@@ -1,4 +1,3 @@
-// Package test checks the module's layering; the test harness is below it.
 package test
 
 import (
@@ -50,9 +49,14 @@ type purity struct {
 // pkg is what `go list` says of a package: its non-test imports, direct
 // and transitive.
 type pkg struct {
-	ImportPath string
-	Imports    []string
-	Deps       []string
+	ImportPath     string
+	Dir            string
+	GoFiles        []string
+	IgnoredGoFiles []string // excluded by build constraints, such as sidecaronly
+	TestGoFiles    []string
+	XTestGoFiles   []string
+	Imports        []string
+	Deps           []string
 }
 
 func TestLayering(t *testing.T) {
@@ -204,7 +208,7 @@ func standard(path string) bool {
 // listModule runs go list over the module's packages.
 func listModule(t *testing.T) []pkg {
 	t.Helper()
-	cmd := exec.Command("go", "list", "-json=ImportPath,Imports,Deps", module+"/...")
+	cmd := exec.Command("go", "list", "-json=ImportPath,Dir,GoFiles,IgnoredGoFiles,TestGoFiles,XTestGoFiles,Imports,Deps", module+"/...")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

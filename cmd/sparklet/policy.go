@@ -66,31 +66,13 @@ func newPolicyValidateCmd(a *app) *cobra.Command {
 			}
 			invalid := 0
 			for _, file := range files {
-				data, err := readFileOrStdin(file, a.stdin)
+				valid, err := validatePolicyFile(ctx, a, client, namespace, file)
 				if err != nil {
-					return exitError{exitUsage, err}
+					return err
 				}
-				p, err := policy.Parse(data, version.Version)
-				if err != nil {
+				if !valid {
 					invalid++
-					fmt.Fprintf(a.stdout, "%s: invalid\n%s\n", file, indentProblems(err))
-					continue
 				}
-				if client != nil {
-					problems, notes, err := check.DryRunPolicy(ctx, client, p, namespace)
-					if err != nil {
-						return exitError{exitUsage, fmt.Errorf("%s: %w", file, err)}
-					}
-					for _, n := range notes {
-						fmt.Fprintf(a.stderr, "%s: note: %s\n", file, n)
-					}
-					if len(problems) > 0 {
-						invalid++
-						fmt.Fprintf(a.stdout, "%s: invalid\n%s\n", file, indentProblems(&policy.Error{Problems: problems}))
-						continue
-					}
-				}
-				fmt.Fprintf(a.stdout, "%s: valid\n", file)
 			}
 			if invalid > 0 {
 				return exitError{exitFailure, fmt.Errorf("%d of %d policy files invalid", invalid, len(files))}
@@ -106,6 +88,37 @@ func newPolicyValidateCmd(a *app) *cobra.Command {
 		return []string{"yaml", "yml"}, cobra.ShellCompDirectiveFilterFileExt
 	}
 	return cmd
+}
+
+// validatePolicyFile validates one policy file and prints the verdict;
+// with a client, its sections' pod settings also go to the API server as a
+// dry run, in namespace for the cluster-wide ones. The error is for a file
+// it could not read or a dry run it could not make.
+func validatePolicyFile(ctx context.Context, a *app, client kubernetes.Interface, namespace, file string) (bool, error) {
+	data, err := readFileOrStdin(file, a.stdin)
+	if err != nil {
+		return false, exitError{exitUsage, err}
+	}
+	p, err := policy.Parse(data, version.Version)
+	if err != nil {
+		fmt.Fprintf(a.stdout, "%s: invalid\n%s\n", file, indentProblems(err))
+		return false, nil
+	}
+	if client != nil {
+		problems, notes, err := check.DryRunPolicy(ctx, client, p, namespace)
+		if err != nil {
+			return false, exitError{exitUsage, fmt.Errorf("%s: %w", file, err)}
+		}
+		for _, n := range notes {
+			fmt.Fprintf(a.stderr, "%s: note: %s\n", file, n)
+		}
+		if len(problems) > 0 {
+			fmt.Fprintf(a.stdout, "%s: invalid\n%s\n", file, indentProblems(&policy.Error{Problems: problems}))
+			return false, nil
+		}
+	}
+	fmt.Fprintf(a.stdout, "%s: valid\n", file)
+	return true, nil
 }
 
 func readFileOrStdin(name string, stdin io.Reader) ([]byte, error) {

@@ -1,4 +1,3 @@
-// Package gcpercent sets a component's GOGC unless the GOGC env var does.
 package gcpercent
 
 import "runtime/debug"

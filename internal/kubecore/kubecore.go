@@ -1,12 +1,3 @@
-// Package kubecore is a client of the few resources the sidecar reads and
-// writes: core/v1's pods, Events, ConfigMaps, PVCs and Services, and
-// networking/v1's Ingresses.
-//
-// client-go's typed clients register every built-in API group in their
-// scheme (k8s.io/client-go/kubernetes/scheme), and their init functions
-// touch the code and data of all of them. The sidecar runs in every driver
-// pod; without the other groups its binary is a third smaller and its
-// resident memory about 8 MiB less.
 package kubecore
 
 import (

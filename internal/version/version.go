@@ -1,4 +1,3 @@
-// Package version holds the build version, set with -ldflags at build time.
 package version
 
 import (

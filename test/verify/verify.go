@@ -1,4 +1,3 @@
-// Package verify checks injected pods from outside, as tests and the demo do.
 package verify
 
 import (
