@@ -73,6 +73,9 @@ func checkPrefix(prefix string) error {
 	case !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(prefix, u.Scheme+"://"+u.Host+"?"):
 		return fmt.Errorf("must include the path after the host, at least %q, so that longer host names do not match", u.Scheme+"://"+u.Host+"/")
 	}
+	if err := checkPath(u.EscapedPath()); err != nil {
+		return fmt.Errorf("path: %v", err)
+	}
 	return nil
 }
 
@@ -93,9 +96,16 @@ func (p Policy) Check(entries []Entry) error {
 	return nil
 }
 
-func (p Policy) allows(u string) bool {
+// allows judges a URL as the server will read it: its path decoded, and
+// refused outright when decoding could step out of a prefix (checkPath).
+func (p Policy) allows(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || checkPath(u.EscapedPath()) != nil {
+		return false
+	}
+	have := judged(u)
 	for _, prefix := range p.AllowedURLPrefixes {
-		if strings.HasPrefix(u, prefix) {
+		if pu, err := url.Parse(prefix); err == nil && strings.HasPrefix(have, judged(pu)) {
 			return true
 		}
 	}
