@@ -23,6 +23,14 @@ type plan struct {
 	// directory from, as its SPARKLET_IMAGE_CONF_DIR; nil for the image's
 	// own ${SPARK_HOME:-/opt/spark}/conf.
 	imageConf *corev1.EnvVar
+	// prior is what an earlier injection recorded in the status
+	// annotation; empty on a first injection.
+	prior priorStatus
+	// localDirs are the emptyDirs sparklet adds for Spark's scratch space,
+	// and localDirsEnv the SPARK_LOCAL_DIRS it sets; "" keeps the pod's
+	// own (planLocalDirs).
+	localDirs    []localDir
+	localDirsEnv string
 	// warnings are for the user: what sparklet could not check or did not
 	// apply, returned with the admission response.
 	warnings []string
