@@ -14,9 +14,13 @@ type plan struct {
 	pol      *policy.Effective
 	spark    int               // index of the Spark container
 	conf     map[string]string // the effective Spark configuration
-	confText string            // conf rendered for the annotation the JVM reads
-	fetch    []spec.Entry      // the remote dependencies; nil when none
-	appID    string
+	userConf map[string]string // the pod's sparklet.io/spark-conf
+	confText string            // what userConf does not set of conf, rendered for sparklet.io/effective-conf
+	// delivered is what the JVM reads after the image's conf: the pod's
+	// annotation, then confText (DeliveredConf).
+	delivered string
+	fetch     []spec.Entry // the remote dependencies; nil when none
+	appID     string
 	// sched is the driver's batch scheduler and its settings; nil for none.
 	sched *policy.Scheduling
 	// imageConf is where the conf init container copies the image's conf

@@ -84,8 +84,8 @@ func confFixtures(t testing.TB) []map[string]string {
 		if err := yaml.Unmarshal(data, &pod); err != nil {
 			t.Fatalf("%s: %v", g, err)
 		}
-		if text, ok := pod.Metadata.Annotations[AnnotationEffectiveConf]; ok {
-			conf, err := ParseSparkConf(text)
+		if _, ok := pod.Metadata.Annotations[AnnotationEffectiveConf]; ok {
+			conf, err := EffectiveConf(pod.Metadata.Annotations)
 			if err != nil {
 				t.Fatalf("%s: %v", g, err)
 			}

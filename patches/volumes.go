@@ -27,6 +27,12 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		Path:     ConfFile,
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationEffectiveConf + "']"},
 	}}
+	if _, ok := pod.Annotations[AnnotationSparkConf]; ok {
+		items = append(items, corev1.DownwardAPIVolumeFile{
+			Path:     UserConfFile,
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationSparkConf + "']"},
+		})
+	}
 	if p.fetch != nil {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     FetchFile,

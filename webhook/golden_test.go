@@ -214,7 +214,7 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	if !generatedAppID.MatchString(id) {
 		t.Fatalf("generated application id %q is not spark- and 16 hex digits", id)
 	}
-	conf := admitted.Annotations[patches.AnnotationEffectiveConf]
+	conf := patches.DeliveredConf(admitted.Annotations)
 	out = bytes.ReplaceAll(out, []byte(id), []byte(goldenAppID))
 	return bytes.ReplaceAll(out, []byte(patches.ConfDigest(conf)), []byte(patches.ConfDigest(strings.ReplaceAll(conf, id, goldenAppID))))
 }
