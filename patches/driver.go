@@ -41,6 +41,7 @@ var (
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
 		{"overwrites", refuseOverwrites},
+		{"enforced pod settings", warnEnforcedReplaces},
 		{"local dirs", planLocalDirs},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},

@@ -63,7 +63,8 @@ func owned(path string, value any) bool {
 // TestNothingOfTheUsersReplaced walks every golden input pod and example:
 // every label, annotation, env var, volume, mount and container field the
 // user set is present unchanged in the injected pod, or the pod is
-// refused, or the field is in ownedByPolicy.
+// refused, or a warning names the field (a value the policy enforces), or
+// the field is in ownedByPolicy.
 func TestNothingOfTheUsersReplaced(t *testing.T) {
 	inputs := map[string][]byte{}
 	policies := map[string]string{}
@@ -87,7 +88,7 @@ func TestNothingOfTheUsersReplaced(t *testing.T) {
 				h = policyHandler(t, policies[name])
 				handlers[policies[name]] = h
 			}
-			out, refused := admitPod(t, h, raw)
+			out, refused, warnings := admitWithWarnings(t, h, raw)
 			if refused != "" {
 				return
 			}
@@ -99,12 +100,33 @@ func TestNothingOfTheUsersReplaced(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, p := range replaced(before, after, "") {
-				if !owned(p, valueAt(before, p)) {
-					t.Errorf("%s: the user's value was replaced or dropped, and the field is not in ownedByPolicy", p)
+				if !owned(p, valueAt(before, p)) && !warned(warnings, p) {
+					t.Errorf("%s: the user's value was replaced or dropped without a warning naming it, and the field is not in ownedByPolicy", p)
 				}
 			}
 		})
 	}
+}
+
+// warned tells whether a warning names the field at path or one that
+// holds it.
+func warned(warnings []string, path string) bool {
+	for _, w := range warnings {
+		for p := path; p != ""; p = parentPath(p) {
+			if strings.Contains(w, " "+p+" ") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// parentPath is path without its last field or item.
+func parentPath(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i > 0 {
+		return path[:i]
+	}
+	return ""
 }
 
 // replaced lists the paths under path where in has a value that out does
@@ -159,13 +181,13 @@ func replaced(in, out any, path string) []string {
 	}
 }
 
-// fieldPath names key under path; map keys of labels and annotations, and
-// keys with dots, go in brackets.
+// fieldPath names key under path; the keys of labels, annotations and
+// the node selector, and keys with dots, go in brackets.
 func fieldPath(path, key string) string {
 	switch {
 	case path == "":
 		return key
-	case path == "metadata.labels" || path == "metadata.annotations" || strings.Contains(key, "."):
+	case path == "metadata.labels" || path == "metadata.annotations" || path == "spec.nodeSelector" || strings.Contains(key, "."):
 		return path + "[" + key + "]"
 	}
 	return path + "." + key
