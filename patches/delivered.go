@@ -48,6 +48,26 @@ func deliveredConf(user string, hasUser bool, effective string) string {
 	return b.String()
 }
 
+// DeliveredDigest is the digest of the configuration a pod's JVM reads,
+// which the sidecar checks against the one the webhook took: of
+// DeliveredConf when the pod projects its sparklet.io/spark-conf to the
+// conf init container, else of sparklet.io/effective-conf alone, all the
+// JVM reads then (and all it read in pods injected before the user's conf
+// was stored once). What the pod projects is fixed at creation.
+func DeliveredDigest(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name != VolumeConf || v.DownwardAPI == nil {
+			continue
+		}
+		for _, item := range v.DownwardAPI.Items {
+			if item.Path == UserConfFile {
+				return ConfDigest(DeliveredConf(pod.Annotations))
+			}
+		}
+	}
+	return ConfDigest(pod.Annotations[AnnotationEffectiveConf])
+}
+
 // EffectiveConf is the driver's effective Spark configuration, read from
 // its annotations as the JVM reads DeliveredConf.
 func EffectiveConf(annotations map[string]string) (map[string]string, error) {

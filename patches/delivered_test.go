@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	"github.com/sparklet/sparklet/policy"
 )
 
 // bigConf is a sparklet.io/spark-conf of about size bytes.
@@ -126,5 +128,44 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 	}
 	if again, err := ParseSparkConf(string(written)); err != nil || !maps.Equal(again, conf) {
 		t.Errorf("the written file reads as %v (%v), want %v", again, err, conf)
+	}
+}
+
+// TestDeliveredDigest: the sidecar's digest covers the pod's own conf
+// exactly when the pod projects it; a pod without one, or one injected
+// before the conf was stored once, is checked on the effective conf alone,
+// as before.
+func TestDeliveredDigest(t *testing.T) {
+	pol := mustPolicy(t, testPolicy)
+	plain := driverPod()
+	if _, err := inject(t, plain, pol); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := DeliveredDigest(plain), ConfDigest(plain.Annotations[AnnotationEffectiveConf]); got != want {
+		t.Errorf("without sparklet.io/spark-conf: digest %s, want the effective conf's %s", got, want)
+	}
+	withConf := driverPod()
+	withConf.Annotations = map[string]string{AnnotationSparkConf: "spark.app.name mine\n"}
+	if _, err := inject(t, withConf, pol); err != nil {
+		t.Fatal(err)
+	}
+	admitted := DeliveredDigest(withConf)
+	if admitted != ConfDigest(DeliveredConf(withConf.Annotations)) {
+		t.Errorf("with sparklet.io/spark-conf: the digest does not cover DeliveredConf")
+	}
+	sidecarEnv := ""
+	for _, c := range withConf.Spec.InitContainers {
+		for _, e := range c.Env {
+			if e.Name == policy.EnvConfSHA256 {
+				sidecarEnv = e.Value
+			}
+		}
+	}
+	if sidecarEnv != admitted {
+		t.Errorf("the sidecar's SPARKLET_CONF_SHA256 is %q, want %s", sidecarEnv, admitted)
+	}
+	withConf.Annotations[AnnotationSparkConf] += "spark.kubernetes.executor.podTemplateFile /tmp/x\n"
+	if DeliveredDigest(withConf) == admitted {
+		t.Errorf("an edit of sparklet.io/spark-conf leaves the digest as it was")
 	}
 }

@@ -16,9 +16,9 @@ type plan struct {
 	conf     map[string]string // the effective Spark configuration
 	userConf map[string]string // the pod's sparklet.io/spark-conf
 	confText string            // what userConf does not set of conf, rendered for sparklet.io/effective-conf
-	// delivered is what the JVM reads after the image's conf: the pod's
-	// annotation, then confText (DeliveredConf).
-	delivered string
+	// confDigest is the digest of what the JVM reads after the image's
+	// conf (DeliveredDigest).
+	confDigest string
 	fetch     []spec.Entry // the remote dependencies; nil when none
 	appID     string
 	// sched is the driver's batch scheduler and its settings; nil for none.

@@ -40,7 +40,7 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 	if got.MetricsListen != ":7444" || got.TokenFile != conf["spark.kubernetes.authenticate.oauthTokenFile"] || got.SparkContainer != "spark" {
 		t.Errorf("sidecar env = %+v", got)
 	}
-	if got.ConfSHA256 != ConfDigest(DeliveredConf(pod.Annotations)) {
+	if got.ConfSHA256 != DeliveredDigest(pod) {
 		t.Errorf("%s = %q does not match the effective conf", policy.EnvConfSHA256, got.ConfSHA256)
 	}
 	if got.PodName != "" || got.Namespace != "" {

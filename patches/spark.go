@@ -98,7 +98,9 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	p.confText = RenderSparkConf(changedFrom(p.conf, p.userConf))
-	user, ok := pod.Annotations[AnnotationSparkConf]
-	p.delivered = deliveredConf(user, ok, p.confText)
+	p.confDigest = ConfDigest(p.confText)
+	if user, ok := pod.Annotations[AnnotationSparkConf]; ok { // projected by addVolumes
+		p.confDigest = ConfDigest(deliveredConf(user, true, p.confText))
+	}
 	return nil
 }

@@ -160,13 +160,16 @@ func TestEditedConfigurationIsRefused(t *testing.T) {
 		t.Run(edited, func(t *testing.T) {
 			d := driver()
 			d.Annotations = maps.Clone(admitted)
+			d.Spec.Volumes = append(d.Spec.Volumes, corev1.Volume{Name: patches.VolumeConf, VolumeSource: corev1.VolumeSource{
+				DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: patches.UserConfFile}}}}})
+			want := patches.DeliveredDigest(d)
 			d.Annotations[edited] += "spark.eventLog.enabled false\n"
 			client := fake.NewClientset(d)
 			log := logrus.New()
 			log.SetOutput(io.Discard)
 			cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
 				TokenFile: filepath.Join(t.TempDir(), "token"), SparkContainer: "spark", CleanupTimeout: time.Second,
-				ConfSHA256: patches.ConfDigest(patches.DeliveredConf(admitted))}
+				ConfSHA256: want}
 			err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), kubecoretest.New(client))
 			if err == nil || !strings.Contains(err.Error(), "changed after admission") {
 				t.Fatalf("err = %v", err)
