@@ -19,8 +19,8 @@ type plan struct {
 	// confDigest is the digest of what the JVM reads after the image's
 	// conf (DeliveredDigest).
 	confDigest string
-	fetch     []spec.Entry // the remote dependencies; nil when none
-	appID     string
+	fetch      []spec.Entry // the remote dependencies; nil when none
+	appID      string
 	// sched is the driver's batch scheduler and its settings; nil for none.
 	sched *policy.Scheduling
 	// imageConf is where the conf init container copies the image's conf
