@@ -69,6 +69,14 @@ func TestErrorsNameTheirPath(t *testing.T) {
 			},
 		},
 		{
+			name:   "every problem of a namespace's fetch section, through an alias",
+			policy: "x-fetch: &f\n  allowedURLPrefixes: [\"https://repo.example.com/%2e%2e/\"]\n  maxSize: 2GG\nnamespaces:\n  team-a:\n    fetch: *f\n",
+			want: []string{
+				`namespaces.team-a.fetch.allowedURLPrefixes[0]: "https://repo.example.com/%2e%2e/" path: must not contain . or .. path segments, also not percent-encoded (%2e) or with ;parameters; write the path out`,
+				`namespaces.team-a.fetch.maxSize: "2GG" is not a quantity; write for example 500Mi or 2Gi`,
+			},
+		},
+		{
 			name:   "a fraction where a whole number goes",
 			policy: "limits: {maxExecutors: 2.5}\n",
 			want:   []string{"limits.maxExecutors: want a whole number, got 2.5"},

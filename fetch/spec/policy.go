@@ -33,6 +33,15 @@ type Policy struct {
 
 // Validate names each field at fault.
 func (p Policy) Validate() error {
+	if errs := p.Problems(); len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Problems lists what Validate refuses, one problem per entry, each
+// starting with its path from fetch.
+func (p Policy) Problems() []string {
 	var errs []string
 	for i, prefix := range p.AllowedURLPrefixes {
 		if err := checkPrefix(prefix); err != nil {
@@ -53,10 +62,7 @@ func (p Policy) Validate() error {
 			errs = append(errs, fmt.Sprintf("fetch.timeout: %q must be positive", p.Timeout))
 		}
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 // checkPrefix wants scheme, host and the slash after the host, so that
