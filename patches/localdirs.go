@@ -53,31 +53,40 @@ func planLocalDirs(pod *corev1.Pod, p *plan) error {
 		n++
 		return fmt.Sprintf("%s%d", VolumeLocal, n-1)
 	}
-	var dirs []string
+	// Each dir with the volume name that backs it; "" for a name to pick.
+	type dir struct{ path, volume string }
+	var dirs []dir
 	switch {
 	case userEnv:
-		dirs = splitList(env.Value)
+		for _, d := range splitList(env.Value) {
+			dirs = append(dirs, dir{path: d})
+		}
 	case strings.TrimSpace(p.conf["spark.local.dir"]) != "":
-		dirs = splitList(p.conf["spark.local.dir"])
+		for _, d := range splitList(p.conf["spark.local.dir"]) {
+			dirs = append(dirs, dir{path: d})
+		}
 	default:
 		for range p.pol.LocalDirs.Count {
 			name := nextName()
-			p.localDirs = append(p.localDirs, localDir{name, LocalDirRoot + name})
-			dirs = append(dirs, LocalDirRoot+name)
+			dirs = append(dirs, dir{LocalDirRoot + name, name})
 		}
-		p.localDirsEnv = strings.Join(dirs, ",")
-		return nil
+	}
+	var paths []string
+	for _, d := range dirs {
+		paths = append(paths, d.path)
+		mountedThere := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
+			return path.Clean(m.MountPath) == path.Clean(d.path) && !p.prior.owns(m.Name)
+		})
+		if !path.IsAbs(d.path) || mountedThere {
+			continue // the user's own volume, or no place to mount one
+		}
+		if d.volume == "" {
+			d.volume = nextName()
+		}
+		p.localDirs = append(p.localDirs, localDir{d.volume, d.path})
 	}
 	if !userEnv {
-		p.localDirsEnv = strings.Join(dirs, ",")
-	}
-	for _, d := range dirs {
-		mountedThere := slices.ContainsFunc(c.VolumeMounts, func(m corev1.VolumeMount) bool {
-			return path.Clean(m.MountPath) == path.Clean(d) && !p.prior.owns(m.Name)
-		})
-		if path.IsAbs(d) && !mountedThere {
-			p.localDirs = append(p.localDirs, localDir{nextName(), d})
-		}
+		p.localDirsEnv = strings.Join(paths, ",")
 	}
 	return nil
 }
