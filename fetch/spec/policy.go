@@ -111,11 +111,20 @@ func (p Policy) allows(raw string) bool {
 	}
 	have := judged(u)
 	for _, prefix := range p.AllowedURLPrefixes {
-		if pu, err := url.Parse(prefix); err == nil && strings.HasPrefix(have, judged(pu)) {
+		if strings.HasPrefix(have, judgedPrefix(prefix)) {
 			return true
 		}
 	}
 	return false
+}
+
+// judgedPrefix is an allowed prefix as URLs are compared with it.
+func judgedPrefix(prefix string) string {
+	u, err := url.Parse(prefix)
+	if err != nil {
+		return prefix
+	}
+	return judged(u)
 }
 
 // MaxBytes is MaxSize in bytes, or the default's when unset or invalid.
@@ -181,17 +190,18 @@ func Intersect(ps ...Policy) (Policy, error) {
 }
 
 // commonPrefixes lists the prefixes a URL must start with to start with
-// one of a and one of b: of two related prefixes, the longer.
+// one of a and one of b: of two related prefixes, the longer, compared as
+// URLs are judged (decoded).
 func commonPrefixes(a, b []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, x := range a {
 		for _, y := range b {
 			p := ""
-			switch {
-			case strings.HasPrefix(y, x):
+			switch jx, jy := judgedPrefix(x), judgedPrefix(y); {
+			case strings.HasPrefix(jy, jx):
 				p = y
-			case strings.HasPrefix(x, y):
+			case strings.HasPrefix(jx, jy):
 				p = x
 			}
 			if p != "" && !seen[p] {
