@@ -171,13 +171,17 @@ func TestDeliveredDigest(t *testing.T) {
 }
 
 // TestDeliveredConfClosesContinuations: whatever the pod's own conf ends
-// with, the effective conf after it is read as written (checked against
-// Properties.load itself by TestRenderAgainstJava).
+// with, its last value ends there and the effective conf after it is read
+// as written (checked against Properties.load itself by
+// TestRenderAgainstJava).
 func TestDeliveredConfClosesContinuations(t *testing.T) {
 	for _, user := range []string{"spark.a b\\", "spark.a b\\\r", "spark.a b\\\n", "spark.a \\\n  \\", "#x\\", "spark.a b\\\\\\"} {
 		conf, err := ParseSparkConf(deliveredConf(user, true, "spark.master local\n"))
 		if err != nil || conf["spark.master"] != "local" {
 			t.Errorf("after %q: spark.master = %q (%v), want the effective conf's", user, conf["spark.master"], err)
+		}
+		if strings.Contains(conf["spark.a"], "sparklet") {
+			t.Errorf("after %q: spark.a = %q ran on into sparklet's lines", user, conf["spark.a"])
 		}
 	}
 }
