@@ -96,7 +96,7 @@ unit-test:
 FUZZTIME ?= 10m
 FUZZ_TARGETS := ./patches/submitargs:FuzzRead ./patches/submitargs:FuzzParseSubmit ./patches/submitargs:FuzzSplitShell \
 	./patches:FuzzParseSparkConf ./patches:FuzzSparkConfRoundTrip ./patches:FuzzDriverAnnotations \
-	./fetch/spec:FuzzParseAnnotation ./policy:FuzzParse ./sidecar:FuzzAPI
+	./fetch/spec:FuzzParseAnnotation ./fetch/spec:FuzzAllowedURLStaysInside ./policy:FuzzParse ./sidecar:FuzzAPI
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "== $${t#*:} ($${t%%:*}, $(FUZZTIME))"; \

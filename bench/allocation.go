@@ -415,7 +415,7 @@ func createProbe(ctx context.Context, env *testenv.Env, sc *testenv.Sidecar) (pr
 	if err != nil {
 		return p, err
 	}
-	conf, _ := patches.ParseSparkConf(sc.Pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(sc.Pod.Annotations)
 	app, ns := conf["spark.app.id"], sc.Pod.Namespace
 	client := &http.Client{}
 	var viaSidecar, direct []time.Duration

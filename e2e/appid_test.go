@@ -70,7 +70,7 @@ func TestEveryJobPodGetsItsOwnAppID(t *testing.T) {
 				pod := &pods[i]
 				requireInjected(t, pod)
 				id := pod.Labels[patches.LabelAppID]
-				conf, err := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+				conf, err := patches.EffectiveConf(pod.Annotations)
 				if err != nil {
 					t.Fatal(err)
 				}

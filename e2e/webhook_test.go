@@ -71,7 +71,7 @@ func TestDriverPodIsInjected(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireInjected(t, stored)
-	conf, _ := patches.ParseSparkConf(stored.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(stored.Annotations)
 	if conf["spark.kubernetes.namespace"] != ns || conf["spark.executor.instances"] != "2" {
 		t.Errorf("effective conf = %v", conf)
 	}
@@ -249,7 +249,7 @@ func TestFetchAnnotationGetsTheInitContainer(t *testing.T) {
 	if init == nil || init.Args[0] != "init" {
 		t.Fatalf("no %s init container: %+v", patches.InitName, created.Spec.InitContainers)
 	}
-	conf, _ := patches.ParseSparkConf(created.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(created.Annotations)
 	if conf["spark.jars"] != "file:///opt/sparklet/deps/udfs-1.0.jar" {
 		t.Errorf("spark.jars = %q", conf["spark.jars"])
 	}

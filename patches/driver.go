@@ -27,6 +27,7 @@ type step struct {
 var (
 	driverChecks = []check{
 		{"spark container", findSparkContainer},
+		{"prior injection", readPrior},
 		{"host network", refuseHostNetwork},
 		{"reserved names", refuseReservedNames},
 		{"service account token", refuseTokens},
@@ -39,6 +40,9 @@ var (
 		{"image conf", planImageConf},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
+		{"overwrites", refuseOverwrites},
+		{"enforced pod settings", warnEnforcedReplaces},
+		{"local dirs", planLocalDirs},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
 	}

@@ -62,7 +62,7 @@ func TestDriverInjects(t *testing.T) {
 	if skipped, err := inject(t, pod, pol); err != nil || skipped != "" {
 		t.Fatalf("skipped=%q err=%v", skipped, err)
 	}
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := EffectiveConf(pod.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +240,7 @@ func TestPolicyDefaultsUnderEnforced(t *testing.T) {
 	if _, err := inject(t, pod, pol); err != nil {
 		t.Fatal(err)
 	}
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := EffectiveConf(pod.Annotations)
 	if err != nil || conf["spark.eventLog.enabled"] != "true" {
 		t.Errorf("spark.eventLog.enabled = %q (%v), want the enforced true", conf["spark.eventLog.enabled"], err)
 	}

@@ -1,7 +1,6 @@
 package patches
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,14 +17,12 @@ func fieldEnv(name, path string) corev1.EnvVar {
 	return corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: path}}}
 }
 
-// addEnv sets what the JVM needs. The Spark conf refers to the pod name and
+// addEnv sets what the JVM needs. The pod's own SPARK_LOCAL_DIRS and
+// HADOOP_CONF_DIR are kept; the other names the checks refused, but for
+// SPARK_CONF_DIR, whose directory the conf init container copies. The Spark conf refers to the pod name and
 // IP through ${env:...}, which Spark resolves for ConfigEntry reads.
 func addEnv(pod *corev1.Pod, p *plan, done *Status) error {
 	c := p.container(pod)
-	var localDirs []string
-	for i := 1; i <= p.pol.LocalDirs.Count; i++ {
-		localDirs = append(localDirs, fmt.Sprintf("%s%s%d", LocalDirRoot, VolumeLocal, i))
-	}
 	own := []corev1.EnvVar{
 		fieldEnv(envPodName, "metadata.name"),
 		fieldEnv(envPodIP, "status.podIP"),
@@ -36,10 +33,10 @@ func addEnv(pod *corev1.Pod, p *plan, done *Status) error {
 		{Name: "KUBERNETES_AUTH_TRYKUBECONFIG", Value: "false"},
 		{Name: "KUBERNETES_AUTH_TRYSERVICEACCOUNT", Value: "false"},
 	}
-	if len(localDirs) > 0 {
-		own = append(own, corev1.EnvVar{Name: "SPARK_LOCAL_DIRS", Value: strings.Join(localDirs, ",")})
+	if p.localDirsEnv != "" {
+		own = append(own, corev1.EnvVar{Name: "SPARK_LOCAL_DIRS", Value: p.localDirsEnv})
 	}
-	if p.pol.HadoopConfigMap != "" {
+	if _, users := p.userEnv(c, "HADOOP_CONF_DIR"); p.pol.HadoopConfigMap != "" && !users {
 		own = append(own, corev1.EnvVar{Name: "HADOOP_CONF_DIR", Value: HadoopConfDir})
 	}
 	for _, e := range own {

@@ -62,7 +62,7 @@ func (in ExecutorInput) driverConf() map[string]string {
 	if in.Driver == nil {
 		return nil
 	}
-	conf, err := ParseSparkConf(in.Driver.Annotations[AnnotationEffectiveConf])
+	conf, err := EffectiveConf(in.Driver.Annotations)
 	if err != nil {
 		return nil
 	}

@@ -44,7 +44,7 @@ func FuzzDriverAnnotations(f *testing.F) {
 		if res.Skipped != nil {
 			return
 		}
-		text := pod.Annotations[AnnotationEffectiveConf]
+		text := DeliveredConf(pod.Annotations)
 		conf, err := ParseSparkConf(text)
 		if err != nil {
 			t.Fatalf("the effective conf does not parse: %v\n%s", err, text)

@@ -32,7 +32,12 @@ if [ -d "$src" ]; then cp -RL "$src/." "$dst/"; fi
 f="$dst/` + ConfFile + `"
 {
   if [ -f "$f" ]; then cat "$f"; printf '\n\n'; fi
-  echo '# sparklet: the effective configuration, which overrides the lines above'
+  if [ -s "` + PodInfoDir + `/` + UserConfFile + `" ]; then
+    echo '` + userConfHeader + `'
+    cat "` + PodInfoDir + `/` + UserConfFile + `"
+    printf '\n\n'
+  fi
+  echo '` + effectiveConfHeader + `'
   cat "` + PodInfoDir + `/` + ConfFile + `"
 } > "$dst/.sparklet-defaults.tmp"
 mv "$dst/.sparklet-defaults.tmp" "$f"

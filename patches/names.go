@@ -11,7 +11,7 @@ const (
 	AnnotationInject        = "sparklet.io/inject"         // "false" opts a pod out
 	AnnotationContainer     = "sparklet.io/container"      // names the Spark container
 	AnnotationSparkConf     = "sparklet.io/spark-conf"     // the user's Spark conf, spark-defaults format
-	AnnotationEffectiveConf = "sparklet.io/effective-conf" // what the driver runs with
+	AnnotationEffectiveConf = "sparklet.io/effective-conf" // what the layers set beyond the spark-conf; the JVM reads both
 	AnnotationStatus        = "sparklet.io/status"         // what was injected
 	LabelManaged            = "sparklet.io/managed"        // "true" on executors the sidecar created
 )

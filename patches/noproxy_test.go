@@ -53,7 +53,7 @@ func TestJVMSkipsProxiesForTheSidecar(t *testing.T) {
 		if _, err := inject(t, pod, pol); err != nil {
 			t.Fatal(err)
 		}
-		conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+		conf, err := EffectiveConf(pod.Annotations)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -14,15 +14,27 @@ type plan struct {
 	pol      *policy.Effective
 	spark    int               // index of the Spark container
 	conf     map[string]string // the effective Spark configuration
-	confText string            // conf rendered for the annotation the JVM reads
-	fetch    []spec.Entry      // the remote dependencies; nil when none
-	appID    string
+	userConf map[string]string // the pod's sparklet.io/spark-conf
+	confText string            // what userConf does not set of conf, rendered for sparklet.io/effective-conf
+	// confDigest is the digest of what the JVM reads after the image's
+	// conf (DeliveredDigest).
+	confDigest string
+	fetch      []spec.Entry // the remote dependencies; nil when none
+	appID      string
 	// sched is the driver's batch scheduler and its settings; nil for none.
 	sched *policy.Scheduling
 	// imageConf is where the conf init container copies the image's conf
 	// directory from, as its SPARKLET_IMAGE_CONF_DIR; nil for the image's
 	// own ${SPARK_HOME:-/opt/spark}/conf.
 	imageConf *corev1.EnvVar
+	// prior is what an earlier injection recorded in the status
+	// annotation; empty on a first injection.
+	prior priorStatus
+	// localDirs are the emptyDirs sparklet adds for Spark's scratch space,
+	// and localDirsEnv the SPARK_LOCAL_DIRS it sets; "" keeps the pod's
+	// own (planLocalDirs).
+	localDirs    []localDir
+	localDirsEnv string
 	// warnings are for the user: what sparklet could not check or did not
 	// apply, returned with the admission response.
 	warnings []string

@@ -84,8 +84,8 @@ func confFixtures(t testing.TB) []map[string]string {
 		if err := yaml.Unmarshal(data, &pod); err != nil {
 			t.Fatalf("%s: %v", g, err)
 		}
-		if text, ok := pod.Metadata.Annotations[AnnotationEffectiveConf]; ok {
-			conf, err := ParseSparkConf(text)
+		if _, ok := pod.Metadata.Annotations[AnnotationEffectiveConf]; ok {
+			conf, err := EffectiveConf(pod.Metadata.Annotations)
 			if err != nil {
 				t.Fatalf("%s: %v", g, err)
 			}
@@ -106,8 +106,9 @@ func TestRenderLoadRoundTrip(t *testing.T) {
 	}
 }
 
-// TestRenderAgainstJava loads what RenderSparkConf writes, and random
-// texts, with java.util.Properties.load itself and compares with
+// TestRenderAgainstJava loads what RenderSparkConf writes, random texts,
+// and random user texts followed by an effective conf as DeliveredConf
+// joins them, with java.util.Properties.load itself and compares with
 // loadProperties. It needs a JDK.
 func TestRenderAgainstJava(t *testing.T) {
 	if testing.Short() {
@@ -142,6 +143,9 @@ func TestRenderAgainstJava(t *testing.T) {
 		var r strings.Builder
 		writeProperty(&r, b.String(), b.String())
 		add(r.String())
+		// The pod's own conf, whatever it ends with, then the effective
+		// conf, as the conf init container writes them (DeliveredConf).
+		add(deliveredConf("spark.u 1\n"+b.String(), true, "spark.z 1\n"))
 	}
 	files := slices.Sorted(maps.Keys(texts))
 	out, err := exec.Command("java", append([]string{"-cp", dir, "PropertiesLoad"}, files...)...).Output()

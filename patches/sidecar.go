@@ -30,7 +30,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		TokenFile:      TokenFile,
 		SparkContainer: p.container(pod).Name,
 		PolicyJSON:     string(pol),
-		ConfSHA256:     ConfDigest(p.confText),
+		ConfSHA256:     p.confDigest,
 	}.EnvVars()
 	// The Go runtime collects harder as the heap nears the container's
 	// memory limit, instead of running into it: the sidecar's memory grows
@@ -71,7 +71,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	return nil
 }
 
-// ConfDigest is the hex sha256 of a rendered effective configuration.
+// ConfDigest is the hex sha256 of a configuration text.
 func ConfDigest(conf string) string {
 	sum := sha256.Sum256([]byte(conf))
 	return hex.EncodeToString(sum[:])

@@ -30,7 +30,7 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 		t.Fatalf("no %s container", SidecarName)
 	}
 	got := policy.ParseSidecarEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := EffectiveConf(pod.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 	if got.MetricsListen != ":7444" || got.TokenFile != conf["spark.kubernetes.authenticate.oauthTokenFile"] || got.SparkContainer != "spark" {
 		t.Errorf("sidecar env = %+v", got)
 	}
-	if got.ConfSHA256 != ConfDigest(pod.Annotations[AnnotationEffectiveConf]) {
+	if got.ConfSHA256 != DeliveredDigest(pod) {
 		t.Errorf("%s = %q does not match the effective conf", policy.EnvConfSHA256, got.ConfSHA256)
 	}
 	if got.PodName != "" || got.Namespace != "" {

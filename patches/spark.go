@@ -71,15 +71,16 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 			conf[k] = v
 		}
 	}
-	p.conf = conf
+	p.conf, p.userConf = conf, user
 	return nil
 }
 
 // finishConf sets the values sparklet owns and renders the effective
-// configuration. The JVM's Kubernetes client finds the sidecar where it
+// configuration, without what the pod's own annotation already says
+// (DeliveredConf). The JVM's Kubernetes client finds the sidecar where it
 // listens; the pod name and IP come from the env addEnv sets, which Spark
 // resolves for ConfigEntry reads.
-func finishConf(_ *corev1.Pod, p *plan) error {
+func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.master"] = "k8s://http://" + p.pol.Sidecar.Listen()
 	p.conf["spark.kubernetes.namespace"] = p.in.Namespace
 	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + envPodName + "}"
@@ -96,6 +97,10 @@ func finishConf(_ *corev1.Pod, p *plan) error {
 				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
 		}
 	}
-	p.confText = RenderSparkConf(p.conf)
+	p.confText = RenderSparkConf(changedFrom(p.conf, p.userConf))
+	p.confDigest = ConfDigest(p.confText)
+	if user, ok := pod.Annotations[AnnotationSparkConf]; ok { // projected by addVolumes
+		p.confDigest = ConfDigest(deliveredConf(user, true, p.confText))
+	}
 	return nil
 }

@@ -46,5 +46,5 @@ func annotate(pod *corev1.Pod, p *plan, done *Status) error {
 		return fmt.Errorf("encode status: %w", err)
 	}
 	pod.Annotations[AnnotationStatus] = string(st)
-	return nil
+	return refuseOversizedAnnotations(pod)
 }

@@ -53,7 +53,7 @@ func TestSparkMetrics(t *testing.T) {
 			if !reflect.DeepEqual(spark.Ports, tc.ports) {
 				t.Errorf("ports %+v, want %+v", spark.Ports, tc.ports)
 			}
-			conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+			conf, err := EffectiveConf(pod.Annotations)
 			if err != nil {
 				t.Fatal(err)
 			}

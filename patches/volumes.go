@@ -1,8 +1,6 @@
 package patches
 
 import (
-	"fmt"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -11,7 +9,9 @@ import (
 
 // addVolumes adds the volumes sparklet owns: the configuration, the JVM's
 // token, the sidecar's Kubernetes credential, Spark's local dirs, the Hadoop
-// configuration and the dependencies. The Spark container mounts all but
+// configuration and the dependencies. Spark's local dirs are those
+// planLocalDirs chose; the checks before refused a pod of which a mount
+// would be replaced. The Spark container mounts all but
 // the credential, which only the sidecar mounts.
 func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 	c := p.container(pod)
@@ -27,6 +27,12 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		Path:     ConfFile,
 		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationEffectiveConf + "']"},
 	}}
+	if _, ok := pod.Annotations[AnnotationSparkConf]; ok {
+		items = append(items, corev1.DownwardAPIVolumeFile{
+			Path:     UserConfFile,
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationSparkConf + "']"},
+		})
+	}
 	if p.fetch != nil {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     FetchFile,
@@ -58,11 +64,10 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		},
 	}}})
 
-	for i := 1; i <= p.pol.LocalDirs.Count; i++ {
-		name := fmt.Sprintf("%s%d", VolumeLocal, i)
-		ownVolume(corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+	for _, d := range p.localDirs {
+		ownVolume(corev1.Volume{Name: d.volume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 			Medium: p.pol.LocalDirs.Medium, SizeLimit: p.pol.LocalDirs.SizeLimit}}})
-		mount(c, corev1.VolumeMount{Name: name, MountPath: LocalDirRoot + name})
+		mount(c, corev1.VolumeMount{Name: d.volume, MountPath: d.path})
 	}
 	if p.pol.HadoopConfigMap != "" {
 		ownVolume(corev1.Volume{Name: VolumeHadoop, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{

@@ -35,13 +35,16 @@ func Parse(data []byte, version string) (*Policy, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := confValuesAsStrings(obj, literals); len(errs) > 0 {
-		return nil, &Error{Problems: errs}
+	for k := range obj {
+		if strings.HasPrefix(k, extensionPrefix) {
+			delete(obj, k)
+		}
 	}
+	confErrs := confValuesAsStrings(obj, literals)
 	if jsonData, err = json.Marshal(obj); err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
-	if errs := checkFields(raw, reflect.TypeOf(Policy{}), ""); len(errs) > 0 {
+	if errs := mergeProblems(confErrs, checkFields(obj, reflect.TypeOf(Policy{}), "")); len(errs) > 0 {
 		return nil, &Error{Problems: errs}
 	}
 	p := &Policy{}
@@ -53,6 +56,25 @@ func Parse(data []byte, version string) (*Policy, error) {
 		return nil, err
 	}
 	return p, nil
+}
+
+// extensionPrefix starts the top-level keys the policy ignores, as Compose
+// files do, so that YAML anchors have a place of their own
+// (x-common: &common ...).
+const extensionPrefix = "x-"
+
+// mergeProblems adds to the conf maps' problems those of checkFields that
+// are about other paths, sorted.
+func mergeProblems(conf, fields []string) []string {
+	out := slices.Clone(conf)
+	for _, f := range fields {
+		at, _, _ := strings.Cut(f, ": ")
+		if !slices.ContainsFunc(conf, func(c string) bool { return strings.HasPrefix(c, at+": ") }) {
+			out = append(out, f)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
@@ -72,12 +94,21 @@ func checkFields(v any, t reflect.Type, path string) []string {
 		}
 		return nil
 	}
+	if v == nil {
+		return nil // null is the zero value
+	}
+	if want := jsonKindOf(t); want != "" && JSONKind(v) != want && !(want == "a number" && isNumber(v)) {
+		return []string{fmt.Sprintf("%s: want %s, got %s", orRoot(path), want, JSONKind(v))}
+	}
+	if f, ok := v.(float64); ok && isInteger(t) && f != float64(int64(f)) {
+		return []string{fmt.Sprintf("%s: want a whole number, got %v", orRoot(path), f)}
+	}
 	var errs []string
 	switch t.Kind() {
 	case reflect.Struct:
 		obj, ok := v.(map[string]any)
 		if !ok {
-			return nil // a type error, reported by the decoder
+			return nil
 		}
 		fields := jsonFields(t)
 		for _, k := range slices.Sorted(maps.Keys(obj)) {
@@ -103,6 +134,40 @@ func checkFields(v any, t reflect.Type, path string) []string {
 	}
 	slices.Sort(errs)
 	return errs
+}
+
+// jsonKindOf is the JSON kind a Go type decodes from, as JSONKind names
+// it, or "" for any.
+func jsonKindOf(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
+		reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Struct, reflect.Map:
+		return "a mapping"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a string" // base64, as encoding/json reads []byte
+		}
+		return "a list"
+	}
+	return ""
+}
+
+func isNumber(v any) bool { _, ok := v.(float64); return ok }
+
+func isInteger(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return true
+	}
+	return false
 }
 
 // jsonFields maps JSON names to field types, following inlined structs.

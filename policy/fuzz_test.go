@@ -9,7 +9,7 @@ import (
 // FuzzParse: any policy document is decoded and validated or refused
 // without a panic, and an accepted one layers for any namespace.
 func FuzzParse(f *testing.F) {
-	for _, pattern := range []string{"../examples/policy.yaml", "../webhook/testdata/policy.yaml", "../charts/sparklet/values.yaml"} {
+	for _, pattern := range []string{"../examples/policy.yaml", "testdata/*.yaml", "../webhook/testdata/policy.yaml", "../charts/sparklet/values.yaml"} {
 		files, _ := filepath.Glob(pattern)
 		for _, file := range files {
 			if data, err := os.ReadFile(file); err == nil {

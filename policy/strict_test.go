@@ -131,16 +131,21 @@ func TestStrictDecoding(t *testing.T) {
 			},
 		},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			_, err := Parse([]byte(tc.policy), "dev")
-			if err == nil {
-				t.Fatal("accepted")
-			}
-			got := slices.Sorted(slices.Values(Problems(err)))
-			if strings.Join(got, "\n") != strings.Join(slices.Sorted(slices.Values(tc.want)), "\n") {
-				t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { wantProblems(t, tc.policy, tc.want) })
+	}
+}
+
+// wantProblems parses policy and wants it refused with exactly the
+// problems want, in any order.
+func wantProblems(t *testing.T, policy string, want []string) {
+	t.Helper()
+	_, err := Parse([]byte(policy), "dev")
+	if err == nil {
+		t.Fatal("accepted")
+	}
+	got := slices.Sorted(slices.Values(Problems(err)))
+	if strings.Join(got, "\n") != strings.Join(slices.Sorted(slices.Values(want)), "\n") {
+		t.Errorf("problems:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -54,9 +54,7 @@ func (p *Policy) Validate() error {
 	if p.HadoopConfigMap != "" {
 		v.dnsSubdomain("hadoopConfigMap", p.HadoopConfigMap)
 	}
-	if err := p.Fetch.Validate(); err != nil {
-		v.errs = append(v.errs, err.Error())
-	}
+	v.errs = append(v.errs, p.Fetch.Problems()...)
 	for _, n := range slices.Sorted(maps.Keys(p.Namespaces)) {
 		ns := p.Namespaces[n]
 		at := "namespaces." + n
@@ -81,8 +79,8 @@ func (p *Policy) Validate() error {
 			v.scheduling(at+".scheduling", *ns.Scheduling, schedulerNames(p.Driver, p.Executor, ns.Driver, ns.Executor))
 		}
 		if ns.Fetch != nil {
-			if err := ns.Fetch.Validate(); err != nil {
-				v.errs = append(v.errs, at+"."+err.Error())
+			for _, problem := range ns.Fetch.Problems() {
+				v.errs = append(v.errs, at+"."+problem)
 			}
 		}
 	}

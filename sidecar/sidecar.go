@@ -131,9 +131,9 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	}
 	s.log = s.log.WithField("app", s.appID)
 	s.events = newRecorder(s.client, own, s.log)
-	if want := s.cfg.ConfSHA256; want != "" && patches.ConfDigest(own.Annotations[patches.AnnotationEffectiveConf]) != want {
-		msg := fmt.Sprintf("annotation %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
-			patches.AnnotationEffectiveConf)
+	if want := s.cfg.ConfSHA256; want != "" && patches.DeliveredDigest(own) != want {
+		msg := fmt.Sprintf("annotation %s or %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
+			patches.AnnotationSparkConf, patches.AnnotationEffectiveConf)
 		s.events.warning("ConfigurationTampered", msg)
 		s.events.flush(5 * time.Second)
 		return errors.New(msg)

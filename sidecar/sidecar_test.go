@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -147,22 +148,37 @@ func (h *harness) waitListed(selector string, n int) []corev1.Pod {
 	return list.Items
 }
 
+// TestEditedConfigurationIsRefused: the JVM reads the pod's own
+// sparklet.io/spark-conf and sparklet.io/effective-conf, so an edit of
+// either after admission stops the sidecar.
 func TestEditedConfigurationIsRefused(t *testing.T) {
-	d := driver()
-	d.Annotations = map[string]string{patches.AnnotationEffectiveConf: "spark.eventLog.enabled false\n"}
-	client := fake.NewClientset(d)
-	log := logrus.New()
-	log.SetOutput(io.Discard)
-	cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
-		TokenFile: filepath.Join(t.TempDir(), "token"), SparkContainer: "spark", CleanupTimeout: time.Second,
-		ConfSHA256: patches.ConfDigest("spark.eventLog.enabled true\n")}
-	err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), kubecoretest.New(client))
-	if err == nil || !strings.Contains(err.Error(), "changed after admission") {
-		t.Fatalf("err = %v", err)
+	admitted := map[string]string{
+		patches.AnnotationSparkConf:     "spark.executor.memory 2g\n",
+		patches.AnnotationEffectiveConf: "spark.eventLog.enabled true\n",
 	}
-	events, _ := client.CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{})
-	if len(events.Items) != 1 || events.Items[0].Reason != "ConfigurationTampered" {
-		t.Errorf("events = %+v", events.Items)
+	for _, edited := range []string{patches.AnnotationSparkConf, patches.AnnotationEffectiveConf} {
+		t.Run(edited, func(t *testing.T) {
+			d := driver()
+			d.Annotations = maps.Clone(admitted)
+			d.Spec.Volumes = append(d.Spec.Volumes, corev1.Volume{Name: patches.VolumeConf, VolumeSource: corev1.VolumeSource{
+				DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: []corev1.DownwardAPIVolumeFile{{Path: patches.UserConfFile}}}}})
+			want := patches.DeliveredDigest(d)
+			d.Annotations[edited] += "spark.eventLog.enabled false\n"
+			client := fake.NewClientset(d)
+			log := logrus.New()
+			log.SetOutput(io.Discard)
+			cfg := Config{PodName: "pi", Namespace: testNS, Listen: "127.0.0.1:0", MetricsListen: "127.0.0.1:0",
+				TokenFile: filepath.Join(t.TempDir(), "token"), SparkContainer: "spark", CleanupTimeout: time.Second,
+				ConfSHA256: want}
+			err := New(cfg, log.WithField("component", "sidecar")).Run(context.Background(), kubecoretest.New(client))
+			if err == nil || !strings.Contains(err.Error(), "changed after admission") {
+				t.Fatalf("err = %v", err)
+			}
+			events, _ := client.CoreV1().Events(testNS).List(context.Background(), metav1.ListOptions{})
+			if len(events.Items) != 1 || events.Items[0].Reason != "ConfigurationTampered" {
+				t.Errorf("events = %+v", events.Items)
+			}
+		})
 	}
 }
 

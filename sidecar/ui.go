@@ -31,9 +31,9 @@ func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1
 	if !want {
 		return nil, nil
 	}
-	conf, err := patches.ParseSparkConf(driver.Annotations[patches.AnnotationEffectiveConf])
+	conf, err := patches.EffectiveConf(driver.Annotations)
 	if err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", patches.AnnotationEffectiveConf, err)
+		return nil, fmt.Errorf("annotations %s and %s: %w", patches.AnnotationSparkConf, patches.AnnotationEffectiveConf, err)
 	}
 	port := patches.UIPort(conf)
 	if port == 0 {

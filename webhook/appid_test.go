@@ -63,7 +63,7 @@ func appIDs(t *testing.T, admitted []byte) (label, conf, status string) {
 	if err := json.Unmarshal(admitted, &pod); err != nil {
 		t.Fatal(err)
 	}
-	c, err := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	c, err := patches.EffectiveConf(pod.Annotations)
 	if err != nil {
 		t.Fatal(err)
 	}

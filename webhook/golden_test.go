@@ -214,9 +214,12 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	if !generatedAppID.MatchString(id) {
 		t.Fatalf("generated application id %q is not spark- and 16 hex digits", id)
 	}
-	conf := admitted.Annotations[patches.AnnotationEffectiveConf]
+	digest := patches.DeliveredDigest(&admitted)
+	for k, v := range admitted.Annotations {
+		admitted.Annotations[k] = strings.ReplaceAll(v, id, goldenAppID)
+	}
 	out = bytes.ReplaceAll(out, []byte(id), []byte(goldenAppID))
-	return bytes.ReplaceAll(out, []byte(patches.ConfDigest(conf)), []byte(patches.ConfDigest(strings.ReplaceAll(conf, id, goldenAppID))))
+	return bytes.ReplaceAll(out, []byte(digest), []byte(patches.DeliveredDigest(&admitted)))
 }
 
 // compareWarnings compares the admission warnings, one a line, with a

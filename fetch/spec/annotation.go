@@ -164,8 +164,9 @@ func (e *Entry) validate() error {
 		return fmt.Errorf("url %q: has no host", e.URL)
 	case u.User != nil:
 		return fmt.Errorf("url %q: must not carry credentials; anyone who can read the pod can read its annotations", e.URL)
-	case hasDotSegment(u.EscapedPath()):
-		return fmt.Errorf("url %q: must not contain . or .. path segments; write the path out", e.URL)
+	}
+	if err := checkPath(u.EscapedPath()); err != nil {
+		return fmt.Errorf("url %q: %v", e.URL, err)
 	}
 	if e.SHA256 != "" {
 		e.SHA256 = strings.ToLower(e.SHA256)
@@ -214,16 +215,6 @@ func checkDest(d string) error {
 		return fmt.Errorf("contains %q, which a Spark file list cannot carry", d[i])
 	}
 	return nil
-}
-
-func hasDotSegment(p string) bool {
-	for _, s := range strings.Split(p, "/") {
-		switch strings.ToLower(s) {
-		case ".", "..", "%2e", "%2e%2e", ".%2e", "%2e.":
-			return true
-		}
-	}
-	return false
 }
 
 // checkDests refuses two entries writing the same path or one inside the

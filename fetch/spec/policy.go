@@ -33,6 +33,15 @@ type Policy struct {
 
 // Validate names each field at fault.
 func (p Policy) Validate() error {
+	if errs := p.Problems(); len(errs) > 0 {
+		return errors.New(strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+// Problems lists what Validate refuses, one problem per entry, each
+// starting with its path from fetch.
+func (p Policy) Problems() []string {
 	var errs []string
 	for i, prefix := range p.AllowedURLPrefixes {
 		if err := checkPrefix(prefix); err != nil {
@@ -53,10 +62,7 @@ func (p Policy) Validate() error {
 			errs = append(errs, fmt.Sprintf("fetch.timeout: %q must be positive", p.Timeout))
 		}
 	}
-	if len(errs) > 0 {
-		return errors.New(strings.Join(errs, "; "))
-	}
-	return nil
+	return errs
 }
 
 // checkPrefix wants scheme, host and the slash after the host, so that
@@ -72,6 +78,9 @@ func checkPrefix(prefix string) error {
 		return errors.New("must name a host, without credentials")
 	case !strings.HasPrefix(u.Path, "/") || strings.HasPrefix(prefix, u.Scheme+"://"+u.Host+"?"):
 		return fmt.Errorf("must include the path after the host, at least %q, so that longer host names do not match", u.Scheme+"://"+u.Host+"/")
+	}
+	if err := checkPath(u.EscapedPath()); err != nil {
+		return fmt.Errorf("path: %v", err)
 	}
 	return nil
 }
@@ -93,13 +102,29 @@ func (p Policy) Check(entries []Entry) error {
 	return nil
 }
 
-func (p Policy) allows(u string) bool {
+// allows judges a URL as the server will read it: its path decoded, and
+// refused outright when decoding could step out of a prefix (checkPath).
+func (p Policy) allows(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil || checkPath(u.EscapedPath()) != nil {
+		return false
+	}
+	have := judged(u)
 	for _, prefix := range p.AllowedURLPrefixes {
-		if strings.HasPrefix(u, prefix) {
+		if strings.HasPrefix(have, judgedPrefix(prefix)) {
 			return true
 		}
 	}
 	return false
+}
+
+// judgedPrefix is an allowed prefix as URLs are compared with it.
+func judgedPrefix(prefix string) string {
+	u, err := url.Parse(prefix)
+	if err != nil {
+		return prefix
+	}
+	return judged(u)
 }
 
 // MaxBytes is MaxSize in bytes, or the default's when unset or invalid.
@@ -165,17 +190,18 @@ func Intersect(ps ...Policy) (Policy, error) {
 }
 
 // commonPrefixes lists the prefixes a URL must start with to start with
-// one of a and one of b: of two related prefixes, the longer.
+// one of a and one of b: of two related prefixes, the longer, compared as
+// URLs are judged (decoded).
 func commonPrefixes(a, b []string) []string {
 	var out []string
 	seen := map[string]bool{}
 	for _, x := range a {
 		for _, y := range b {
 			p := ""
-			switch {
-			case strings.HasPrefix(y, x):
+			switch jx, jy := judgedPrefix(x), judgedPrefix(y); {
+			case strings.HasPrefix(jy, jx):
 				p = y
-			case strings.HasPrefix(x, y):
+			case strings.HasPrefix(jx, jy):
 				p = x
 			}
 			if p != "" && !seen[p] {

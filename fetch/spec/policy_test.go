@@ -118,6 +118,8 @@ func TestIntersect(t *testing.T) {
 			Policy{AllowedURLPrefixes: []string{"https://"}, MaxSize: "4Gi", Timeout: "90s"},
 			Policy{AllowedURLPrefixes: []string{"https://repo.example.com/", "https://mirror.example.com/"}, MaxSize: "1Gi", Timeout: "90s"}, ""},
 		{"nothing in common", Policy{AllowedURLPrefixes: []string{"https://other.example.com/"}}, Policy{}, "allow no URL in common"},
+		{"compared decoded", Policy{AllowedURLPrefixes: []string{"https://REPO.example.com/team%2Da/"}},
+			Policy{AllowedURLPrefixes: []string{"https://REPO.example.com/team%2Da/"}, MaxSize: "1Gi", Timeout: "5m"}, ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

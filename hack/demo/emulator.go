@@ -63,7 +63,7 @@ func runEmulator(ctx context.Context, bin, dir string) error {
 	if err != nil {
 		return fmt.Errorf("the Job created no pod: %w", err)
 	}
-	conf, _ := patches.ParseSparkConf(jobPod.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(jobPod.Annotations)
 	say("the Job controller created %s (it had only generateName %q at admission);", jobPod.Name, jobPod.GenerateName)
 	say("Spark learns the name at run time: spark.kubernetes.driver.pod.name %s", conf["spark.kubernetes.driver.pod.name"])
 	say("problems found by verify.Driver: %d", len(verify.Driver(jobPod)))
@@ -119,7 +119,7 @@ func runExecutors(ctx context.Context, env *testenv.Env, pod *corev1.Pod, dir st
 	if err := sc.Start(ctx); err != nil {
 		return err
 	}
-	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(pod.Annotations)
 	say("the sidecar serves the JVM on %s (spark.master %s); its log: %s", sc.Listen, conf["spark.master"], sc.LogFile())
 	cfg, err := sc.EmulatorConfig(emulator.Spark35)
 	if err != nil {

@@ -185,7 +185,7 @@ func applyJob(ctx context.Context, env *testenv.Env, d spark.Dist) (*corev1.Pod,
 	if err != nil {
 		return nil, fmt.Errorf("the Job created no pod: %w", err)
 	}
-	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(pod.Annotations)
 	say("the Job controller created %s (it had only generateName %q at admission);", pod.Name, pod.GenerateName)
 	say("Spark learns the name at run time: spark.kubernetes.driver.pod.name %s", conf["spark.kubernetes.driver.pod.name"])
 	say("problems found by verify.Driver: %d", len(verify.Driver(pod)))

@@ -60,7 +60,7 @@ func showInjected(pod *corev1.Pod) {
 	}
 	fmt.Println()
 	say("Effective Spark configuration (annotation sparklet.io/effective-conf, read by the JVM as spark-defaults.conf):")
-	conf, _ := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, _ := patches.EffectiveConf(pod.Annotations)
 	for _, k := range slices.Sorted(maps.Keys(conf)) {
 		say("  %-48s %s", k, conf[k])
 	}

@@ -169,7 +169,7 @@ func (s *Sidecar) EmulatorConfig(mode emulator.Mode) (emulator.Config, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("the JVM's token: %w", err)
 	}
-	conf, err := patches.ParseSparkConf(s.Pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, err := patches.EffectiveConf(s.Pod.Annotations)
 	if err != nil {
 		return cfg, fmt.Errorf("effective conf of %s: %w", s.Pod.Name, err)
 	}

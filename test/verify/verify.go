@@ -25,7 +25,7 @@ func Driver(pod *corev1.Pod) []string {
 	if pod.Labels[patches.LabelAppID] == "" || pod.Labels[patches.LabelAppID] != st.AppID {
 		bad("label %s=%q does not match the status app id %q", patches.LabelAppID, pod.Labels[patches.LabelAppID], st.AppID)
 	}
-	conf, err := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	conf, err := patches.EffectiveConf(pod.Annotations)
 	if err != nil {
 		bad("annotation %s: %v", patches.AnnotationEffectiveConf, err)
 	}
