@@ -1,0 +1,7 @@
+// Package node runs sparklet on a real node: the kubelet, containerd,
+// runc, CNI bridge networking, kube-proxy and cluster DNS of test/node,
+// joined to the local control plane, with images built here.
+//
+// It runs when SPARKLET_E2E=1 (make test sets it) and needs root; it then
+// fails, rather than skips, if a binary or an image is missing.
+package node

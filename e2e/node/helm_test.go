@@ -1,0 +1,196 @@
+package node
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestHelmInstall installs the chart as docs/install.md tells a platform
+// team, on the real node: the webhook Deployment's pods run as containers
+// with the chart's securityContext and answer the API server through
+// their Service, the policy-check hook Job runs, `helm test` passes, a
+// driver pod is injected, and `helm uninstall` removes the release.
+func TestHelmInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+	const release, releaseNS, jobs = "sparklet", "sparklet-system", "spark-jobs"
+	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobs}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cp.Client().CoreV1().Namespaces().Delete(context.Background(), jobs, metav1.DeleteOptions{})
+	})
+
+	// docs/install.md in its self-managed TLS mode, with the namespace
+	// listed so that the chart makes its driver ServiceAccount and `helm
+	// test` has a namespace to test.
+	helm(ctx, t, "install", release, chartDir(t), "--namespace", releaseNS, "--create-namespace",
+		"--set", "tls.certManager.enabled=false", "--set", "namespaces.list={"+jobs+"}")
+	t.Cleanup(func() {
+		helm(context.Background(), t, "uninstall", release, "--namespace", releaseNS, "--ignore-not-found")
+	})
+	kubectl(ctx, t, "label", "namespace", jobs, "sparklet.io/inject=enabled")
+	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/sparklet-sparklet", "--timeout=4m")
+
+	pods, err := cp.Client().CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sparklet"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := 0
+	for _, p := range pods.Items {
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "sparklet-node" {
+			continue
+		}
+		running++
+		// The chart's securityContext and limits, as the kernel holds them.
+		c, err := nd.Inspect(&p, "webhook")
+		if err != nil {
+			t.Fatal(err)
+		}
+		limit := p.Spec.Containers[0].Resources.Limits.Memory().Value()
+		if c.UID != 65532 || c.GID != 65532 || c.CapEff != "0000000000000000" || !c.ReadOnlyRoot || c.MemoryLimit != limit {
+			t.Errorf("webhook container of %s: %+v, want uid and gid 65532, no capabilities, a read-only root and a memory limit of %d", p.Name, c, limit)
+		}
+	}
+	if running == 0 {
+		t.Fatalf("no webhook pod Running on the real node: %d pods", len(pods.Items))
+	}
+
+	helm(ctx, t, "test", release, "--namespace", releaseNS)
+
+	// A driver pod the API server sends to the webhook pods through their
+	// Service: admitted with the sidecar injected.
+	out := kubectl(ctx, t, "-n", jobs, "create", "--dry-run=server", "-o", "jsonpath={.spec.initContainers[*].name}", "-f", "-",
+		withStdin(`apiVersion: v1
+kind: Pod
+metadata: {name: injected, labels: {spark-role: driver}}
+spec:
+  containers: [{name: spark, image: apache/spark:4.3.0, args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar]}]
+`))
+	if !strings.Contains(out, "sparklet") {
+		t.Fatalf("driver pod's init containers %q: sparklet's sidecar not injected through the chart's webhook", out)
+	}
+
+	t.Run("SparkPi", func(t *testing.T) { sparkPi(ctx, t, jobs, "4.3.0", "2.13") })
+
+	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
+	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {
+		t.Errorf("helm uninstall left the MutatingWebhookConfiguration")
+	}
+}
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	dir, err := filepath.Abs("../../charts/sparklet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+type runOption func(*exec.Cmd)
+
+func withStdin(s string) runOption { return func(c *exec.Cmd) { c.Stdin = strings.NewReader(s) } }
+
+// helm runs bin/helm against the control plane, failing t on an error.
+func helm(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	return command(ctx, t, filepath.Join(binDir, "helm"), append(args, "--kubeconfig", cp.Kubeconfig()))
+}
+
+// kubectl runs kubectl against the control plane, failing t on an error.
+func kubectl(ctx context.Context, t *testing.T, args ...any) string {
+	t.Helper()
+	var strs []string
+	var opts []runOption
+	for _, a := range args {
+		switch a := a.(type) {
+		case string:
+			strs = append(strs, a)
+		case runOption:
+			opts = append(opts, a)
+		}
+	}
+	return command(ctx, t, "kubectl", append(strs, "--kubeconfig", cp.Kubeconfig()), opts...)
+}
+
+func command(ctx context.Context, t *testing.T, bin string, args []string, opts ...runOption) string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+	for _, o := range opts {
+		o(cmd)
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", filepath.Base(bin), strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// sparkPi runs stock SparkPi from the apache/spark image of version as a
+// plain driver pod in the opted-in namespace ns, and checks its result,
+// its log through the kubelet, and that its executors are gone. The
+// requests are small: the node has two cores.
+func sparkPi(ctx context.Context, t *testing.T, ns, version, scala string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	name := "spark-pi-" + strings.ReplaceAll(version, ".", "-")
+	pod := `apiVersion: v1
+kind: Pod
+metadata:
+  name: ` + name + `
+  labels: {spark-role: driver}
+  annotations:
+    sparklet.io/spark-conf: |
+      spark.executor.instances 2
+      spark.executor.memory 512m
+      spark.kubernetes.executor.request.cores 100m
+      spark.driver.memory 512m
+spec:
+  restartPolicy: Never
+  containers:
+  - name: spark
+    image: apache/spark:` + version + `
+    args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_` + scala + `-` + version + `.jar, "20"]
+    resources:
+      requests: {cpu: 200m, memory: 1Gi}
+      limits: {memory: 1Gi}
+`
+	start := time.Now()
+	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(pod))
+	done := waitPodPhase(ctx, t, ns, name, corev1.PodSucceeded)
+	t.Logf("SparkPi %s on the real node: kubectl apply to Succeeded in %s", version, time.Since(start).Round(100*time.Millisecond))
+	if done.Spec.NodeName != "sparklet-node" {
+		t.Errorf("driver ran on %q, want the real node", done.Spec.NodeName)
+	}
+	logs := podLogs(ctx, t, ns, name, "spark")
+	if !strings.Contains(logs, "Pi is roughly 3.1") {
+		t.Errorf("driver log has no result:\n%s", tail(logs, 40))
+	}
+	left, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range left.Items {
+		if p.DeletionTimestamp == nil {
+			t.Errorf("executor %s left after the driver ended", p.Name)
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(s, "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,63 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/node"
+)
+
+var (
+	binDir string
+	cp     *cluster.Cluster
+	nd     *node.Node
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv("SPARKLET_E2E") != "1" {
+		fmt.Println("e2e/node: skipped; set SPARKLET_E2E=1 and SPARKLET_BIN_DIR (make test does)")
+		return
+	}
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	binDir = os.Getenv("SPARKLET_BIN_DIR")
+	dir, err := os.MkdirTemp("", "sparklet-e2e-node-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	images, err := node.ImageTarballs(binDir)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e/node: %v\n", err)
+		return 1
+	}
+	cp, err = cluster.Start(ctx, node.ClusterOptions(cluster.Options{BinDir: binDir, Dir: filepath.Join(dir, "cluster")}))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
+		return 1
+	}
+	nd, err = node.Start(ctx, cp, node.Options{BinDir: binDir, Dir: filepath.Join(dir, "node"), Images: images, SandboxImage: node.SandboxImage})
+	if err != nil {
+		cp.Stop()
+		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
+		return 1
+	}
+	code := m.Run()
+	nd.Stop()
+	cp.Stop()
+	if code == 0 && os.Getenv("SPARKLET_KEEP") == "" {
+		os.RemoveAll(dir)
+	} else {
+		fmt.Fprintf(os.Stderr, "e2e/node: logs of the control plane, the node and its pods kept in %s\n", dir)
+	}
+	return code
+}

@@ -1,0 +1,93 @@
+package node
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Container is what the kernel holds of one running container: what only
+// a real node shows, and tests check.
+type Container struct {
+	// MemoryLimit is the memory cgroup's limit in bytes.
+	MemoryLimit int64
+	// UID and GID are the effective user and group of its first process.
+	UID, GID int
+	// CapEff is its first process's effective capabilities (hex).
+	CapEff string
+	// ReadOnlyRoot is whether its root filesystem is mounted read-only.
+	ReadOnlyRoot bool
+}
+
+// Inspect finds the named running container of pod in the kubelet's
+// memory cgroups and reads its limit and its first process's identity.
+func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
+	var id string
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if s.Name == container {
+			_, id, _ = strings.Cut(s.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		return nil, fmt.Errorf("pod %s/%s has no running container %s", pod.Namespace, pod.Name, container)
+	}
+	var dir string
+	root := "/sys/fs/cgroup/memory" + cgroupRoot
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == id && strings.Contains(path, string(pod.UID)) {
+			dir = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if dir == "" {
+		return nil, fmt.Errorf("no memory cgroup of container %s (%s) under %s", container, id, root)
+	}
+	c := &Container{}
+	limit, err := os.ReadFile(filepath.Join(dir, "memory.limit_in_bytes"))
+	if err != nil {
+		return nil, err
+	}
+	if c.MemoryLimit, err = strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64); err != nil {
+		return nil, err
+	}
+	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	pids := strings.Fields(string(procs))
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("container %s has no process", container)
+	}
+	status, err := os.ReadFile(filepath.Join("/proc", pids[0], "status"))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		key, value, _ := strings.Cut(line, ":")
+		fields := strings.Fields(value)
+		switch {
+		case key == "Uid" && len(fields) > 1:
+			c.UID, _ = strconv.Atoi(fields[1])
+		case key == "Gid" && len(fields) > 1:
+			c.GID, _ = strconv.Atoi(fields[1])
+		case key == "CapEff" && len(fields) > 0:
+			c.CapEff = fields[0]
+		}
+	}
+	mounts, err := os.ReadFile(filepath.Join("/proc", pids[0], "mounts"))
+	if err != nil {
+		return nil, err
+	}
+	for _, line := range strings.Split(string(mounts), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 3 && f[1] == "/" {
+			c.ReadOnlyRoot = strings.HasPrefix(f[3], "ro,") || f[3] == "ro"
+		}
+	}
+	return c, nil
+}
