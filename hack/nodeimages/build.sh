@@ -76,40 +76,10 @@ if ! fresh kubectl "$stamp"; then
   done_piece kubectl "$stamp" "$start"
 fi
 
-# The Spark images' rootfs: Debian bookworm from this machine's apt
-# sources, once with the base packages and once with python3 added
-# (spark/packages); nodeimages spark makes the python layer of their
-# difference.
-sources=()
-for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources; do
-  if [ -f "$f" ] && grep -q '^[^#]' "$f"; then
-    sources+=("$f")
-  fi
-done
-if [ ${#sources[@]} -eq 0 ]; then
-  echo "nodeimages: no apt sources in /etc/apt/sources.list{,.d}: mmdebstrap needs a Debian mirror" >&2
-  exit 1
-fi
-packages() { awk -v set="$1" '$1 == set { for (i = 2; i <= NF; i++) printf "%s,", $i }' "$here/spark/packages" | sed 's/,$//'; }
-rootfs_stamp=$(hash_of "$here/build.sh" "$here/spark/packages" "$here/spark/customize.sh" "${sources[@]}")
-rootfs() { # NAME PACKAGES
-  if [ "$(cat "$cache/rootfs-$1.stamp" 2>/dev/null)" = "$rootfs_stamp" ] && [ -s "$cache/rootfs-$1.tar" ]; then
-    return
-  fi
-  command -v mmdebstrap >/dev/null || "$repo/hack/apt-install.sh" mmdebstrap
-  local start
-  start=$(date +%s)
-  echo "nodeimages: mmdebstrap bookworm ($1)" >&2
-  mmdebstrap --quiet --variant=minbase --include="$2" --aptopt='APT::Install-Recommends "false"' \
-    --customize-hook="\"$here/spark/customize.sh\" \"\$1\"" \
-    bookworm "$cache/rootfs-$1.tar.tmp" "${sources[@]}"
-  mv "$cache/rootfs-$1.tar.tmp" "$cache/rootfs-$1.tar"
-  echo "$rootfs_stamp" >"$cache/rootfs-$1.stamp"
-  echo "nodeimages: rootfs $1 in $(($(date +%s) - start))s" >&2
-}
-
-# The versions whose image is not fresh, built in one run of the builder
+# The Spark images' rootfs (a no-op when fresh), then the versions whose
+# image is not fresh, built in one run of the builder
 # so that the base and python layers are made once.
+"$here/spark/rootfs.sh" "$cache"
 todo=() stamps=()
 while read -r -u 3 version scala _; do
   case "$version" in '' | '#'*) continue ;; esac
@@ -118,15 +88,13 @@ while read -r -u 3 version scala _; do
     echo "nodeimages: no Spark $version in $dist: run make spark-dists (or set SPARK_DIST_DIR)" >&2
     exit 1
   fi
-  stamp="$tool $rootfs_stamp $(hash_of "$here/spark/entrypoint.sh" "$here/spark/decom.sh" "$dist/.stamp")"
+  stamp="$tool $(cat "$cache"/rootfs-*.stamp 2>/dev/null) $(hash_of "$here/spark/entrypoint.sh" "$here/spark/decom.sh" "$dist/.stamp")"
   if ! fresh "spark-$version" "$stamp"; then
     todo+=("$version:$scala:$dist")
     stamps+=("$stamp")
   fi
 done 3<"$repo/hack/spark/versions"
 if [ ${#todo[@]} -gt 0 ]; then
-  rootfs base "$(packages base)"
-  rootfs python "$(packages base),$(packages python)"
   start=$(date +%s)
   out=$("$builder" spark --base-rootfs "$cache/rootfs-base.tar" --python-rootfs "$cache/rootfs-python.tar" \
     --entrypoint "$here/spark/entrypoint.sh" --decom "$here/spark/decom.sh" --out-dir "$images" "${todo[@]}")

@@ -93,17 +93,16 @@ func writeArchive(out string, images []image, arch string, created time.Time) ([
 		entry.Config = blobPath(cfgHash)
 		w.manifest, w.config = manHash, cfgHash
 		for _, tag := range img.tags {
-			ref, err := name.NewTag(tag, name.StrictValidation)
+			full, tagStr, err := normalize(tag)
 			if err != nil {
-				return nil, fmt.Errorf("tag %q: %w", tag, err)
+				return nil, err
 			}
-			full := ref.Context().RegistryStr() + "/" + ref.RepositoryStr() + ":" + ref.TagStr()
 			index.Manifests = append(index.Manifests, v1.Descriptor{
 				MediaType: types.OCIManifestSchema1, Size: int64(len(manJSON)), Digest: manHash,
 				Platform: &v1.Platform{Architecture: arch, OS: "linux"},
 				Annotations: map[string]string{
 					"io.containerd.image.name":          full,
-					"org.opencontainers.image.ref.name": ref.TagStr(),
+					"org.opencontainers.image.ref.name": tagStr,
 				},
 			})
 			entry.RepoTags = append(entry.RepoTags, full)
@@ -182,6 +181,21 @@ func putFile(put func(string, int64, io.Reader) error, name, path string) error 
 		return err
 	}
 	return put(name, st.Size(), f)
+}
+
+// normalize names tag in full as containerd and the kubelet do
+// (apache/spark:3.5.9 is docker.io/apache/spark:3.5.9), and returns its
+// tag.
+func normalize(tag string) (full, tagStr string, err error) {
+	ref, err := name.NewTag(tag)
+	if err != nil {
+		return "", "", fmt.Errorf("tag %q: %w", tag, err)
+	}
+	registry := ref.RegistryStr()
+	if registry == name.DefaultRegistry {
+		registry = "docker.io"
+	}
+	return registry + "/" + ref.RepositoryStr() + ":" + ref.TagStr(), ref.TagStr(), nil
 }
 
 func blobPath(h v1.Hash) string { return filepath.ToSlash(filepath.Join("blobs", h.Algorithm, h.Hex)) }
