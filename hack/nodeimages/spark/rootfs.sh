@@ -36,7 +36,7 @@ build() { # NAME SET...
   command -v mmdebstrap >/dev/null || "$here/../../apt-install.sh" mmdebstrap
   local start
   start=$(date +%s)
-  mmdebstrap --quiet --variant=minbase --include="$(packages "$@")" --aptopt='APT::Install-Recommends "false"' \
+  mmdebstrap --quiet --format=tar --variant=minbase --include="$(packages "$@")" --aptopt='APT::Install-Recommends "false"' \
     --customize-hook="\"$here/customize.sh\" \"\$1\"" \
     bookworm "$out.tmp" "${sources[@]}"
   mv "$out.tmp" "$out"
