@@ -36,14 +36,20 @@ build() { # NAME SET...
   command -v mmdebstrap >/dev/null || "$here/../../apt-install.sh" mmdebstrap
   local start
   start=$(date +%s)
+  local tmp
+  tmp=$(mktemp "$out.XXXXXX")
   mmdebstrap --quiet --format=tar --variant=minbase --include="$(packages "$@")" --aptopt='APT::Install-Recommends "false"' \
     --customize-hook="\"$here/customize.sh\" \"\$1\"" \
-    bookworm "$out.tmp" "${sources[@]}"
-  mv "$out.tmp" "$out"
+    bookworm "$tmp" "${sources[@]}"
+  chmod 644 "$tmp" && mv "$tmp" "$out"
   echo "$stamp" >"$out.stamp"
   echo "nodeimages: rootfs $name ($*) in $(($(date +%s) - start))s" >&2
 }
 
 mkdir -p "$cache"
+# One run at a time: another waits, then finds the rootfs fresh.
+exec 9>"$cache/rootfs.lock"
+flock 9
+rm -f "$cache"/rootfs-*.tar.?????? # left by a killed run
 build base base
 build python base python
