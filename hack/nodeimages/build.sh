@@ -101,6 +101,7 @@ if [ ${#todo[@]} -gt 0 ]; then
   for i in "${!todo[@]}"; do
     version=${todo[$i]%%:*}
     grep "^$images/spark-$version.tar " <<<"$out" >"$images/spark-$version.txt"
-    done_piece "spark-$version" "${stamps[$i]}" "$start"
+    echo "${stamps[$i]}" >"$images/.spark-$version-stamp"
   done
+  echo "nodeimages: spark ${todo[*]%%:*} built in $(($(date +%s) - start))s" >&2
 fi

@@ -41,8 +41,9 @@ type written struct {
 // once; the entries are in a fixed order and dated created, so the same
 // images give the same bytes.
 func writeArchive(out string, images []image, arch string, created time.Time) ([]written, error) {
+	// A blob is in memory (configs, manifests) or in a file (layers).
 	type blob struct {
-		data []byte // or
+		data []byte
 		path string
 	}
 	var order []v1.Hash
