@@ -41,10 +41,12 @@ build() { # NAME SET...
   # As Ubuntu's minimised images (the official images' base) do: no man
   # pages, docs but the copyright files, or translations, also for what is
   # installed later (mmdebstrap keeps the options in /etc/dpkg/dpkg.cfg.d).
+  # The JRE's postinst links its man pages into man1, which must exist.
   mmdebstrap --quiet --format=tar --variant=minbase --include="$(packages "$@")" --aptopt='APT::Install-Recommends "false"' \
     --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/info/*' \
     --dpkgopt='path-exclude=/usr/share/locale/*' --dpkgopt='path-include=/usr/share/locale/locale.alias' \
     --dpkgopt='path-exclude=/usr/share/doc/*' --dpkgopt='path-include=/usr/share/doc/*/copyright' \
+    --essential-hook='mkdir -p "$1/usr/share/man/man1"' \
     --customize-hook="\"$here/customize.sh\" \"\$1\"" \
     bookworm "$tmp" "${sources[@]}"
   chmod 644 "$tmp" && mv "$tmp" "$out"
