@@ -8,7 +8,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION) -X github.com/sparklet/sparklet/internal/version.Commit=$(COMMIT)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build image test unit-test fuzz lint imports demo bench cluster-binaries yunikorn-binary helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build image node-images test unit-test fuzz lint imports demo bench cluster-binaries yunikorn-binary helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -41,6 +41,15 @@ image: $(BIN)/sparklet $(BIN)/sparklet-sidecar
 	cd hack/image && GOFLAGS=-mod=mod $(GO) run . --binary $(BIN)/sparklet --sidecar-binary $(BIN)/sparklet-sidecar --out $(BIN)/sparklet-image.tar \
 	  --tag $(IMAGE_REPOSITORY):$(IMAGE_TAG) --version $$($(BIN)/sparklet version | sed -n 's/^version: //p') \
 	  --revision $$(git rev-parse HEAD 2>/dev/null) --created $$(git log -1 --format=%ct 2>/dev/null || echo 0)
+
+# The images of the real node, as tarballs in bin/images/ for `ctr -n k8s.io
+# images import`, built without a container engine or a registry
+# (hack/nodeimages, docs/real-node.md): the pause image, the kubectl image of
+# helm test, apache/spark:<version> and its other tags for each pinned
+# Spark, and sparklet's own (make image). A second run is a no-op.
+node-images: image spark-dists
+	@hack/nodeimages/build.sh $(BIN)
+	@ln -sf ../sparklet-image.tar $(BIN)/images/sparklet.tar
 
 # The real control plane (etcd, kube-apiserver, kube-scheduler,
 # kube-controller-manager, kwok), built from the separate module hack/cluster.

@@ -11,20 +11,19 @@ import (
 // DefaultSandboxImage), built here by hack/nodeimages.
 const SandboxImage = "registry.k8s.io/pause:3.10.2"
 
-// ImageTarballs are the images a node in binDir imports: sparklet's own
-// (make image) and those of hack/nodeimages (the pause image, kubectl,
-// the Spark images).
+// ImageTarballs are the images a node in binDir imports: those of make
+// node-images in binDir/images (the pause image, kubectl, the Spark images
+// and sparklet's own from make image).
 func ImageTarballs(binDir string) ([]string, error) {
-	images, err := filepath.Glob(filepath.Join(binDir, "images", "*.tar"))
+	dir := filepath.Join(binDir, "images")
+	images, err := filepath.Glob(filepath.Join(dir, "*.tar"))
 	if err != nil {
 		return nil, err
 	}
-	if len(images) == 0 {
-		return nil, fmt.Errorf("no image tarballs in %s: build them with make node-images", filepath.Join(binDir, "images"))
+	for _, want := range []string{"pause.tar", "sparklet.tar"} {
+		if _, err := os.Stat(filepath.Join(dir, want)); err != nil {
+			return nil, fmt.Errorf("%s missing: build the images with make node-images", filepath.Join(dir, want))
+		}
 	}
-	own := filepath.Join(binDir, "sparklet-image.tar")
-	if _, err := os.Stat(own); err != nil {
-		return nil, fmt.Errorf("%s missing: build it with make image", own)
-	}
-	return append(images, own), nil
+	return images, nil
 }

@@ -1,0 +1,42 @@
+package nodeimages
+
+import (
+	"os"
+	"regexp"
+	"testing"
+
+	"sigs.k8s.io/yaml"
+)
+
+// TestChartTestImageIsTheBuiltKubectl: helm test on the real node runs the
+// chart's tests.image, so it must be the kubectl image build.sh makes,
+// registry.k8s.io/kubectl at the Kubernetes version hack/cluster pins.
+func TestChartTestImageIsTheBuiltKubectl(t *testing.T) {
+	mod, err := os.ReadFile("../cluster/kubernetes/go.mod")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^(?:require)?\s*k8s\.io/kubernetes (v\S+)`).FindSubmatch(mod)
+	if m == nil {
+		t.Fatal("hack/cluster/kubernetes/go.mod requires no k8s.io/kubernetes")
+	}
+	data, err := os.ReadFile("../../charts/sparklet/values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var values struct {
+		Tests struct{ Image string }
+	}
+	if err := yaml.Unmarshal(data, &values); err != nil {
+		t.Fatal(err)
+	}
+	if want := "registry.k8s.io/kubectl:" + string(m[1]); values.Tests.Image != want {
+		t.Errorf("charts/sparklet/values.yaml tests.image is %q; build.sh builds %q (the pinned Kubernetes)", values.Tests.Image, want)
+	}
+}
+
+func TestSandboxImage(t *testing.T) {
+	if got := SandboxImage(); !regexp.MustCompile(`^registry\.k8s\.io/pause:\d+\.\d+(\.\d+)?$`).MatchString(got) {
+		t.Errorf("SandboxImage() = %q, want registry.k8s.io/pause:<version>", got)
+	}
+}
