@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sparklet/sparklet/hack/nodeimages"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/node"
 )
@@ -45,7 +46,7 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
-	nd, err = node.Start(ctx, cp, node.Options{BinDir: binDir, Dir: filepath.Join(dir, "node"), Images: images, SandboxImage: node.SandboxImage})
+	nd, err = node.Start(ctx, cp, node.Options{BinDir: binDir, Dir: filepath.Join(dir, "node"), Images: images, SandboxImage: nodeimages.SandboxImage()})
 	if err != nil {
 		cp.Stop()
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)

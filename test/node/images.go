@@ -6,11 +6,6 @@ import (
 	"path/filepath"
 )
 
-// SandboxImage is the pause image's reference: containerd v2.4's default
-// pinned sandbox image (internal/cri/config/config.go,
-// DefaultSandboxImage), built here by hack/nodeimages.
-const SandboxImage = "registry.k8s.io/pause:3.10.2"
-
 // ImageTarballs are the images a node in binDir imports: those of make
 // node-images in binDir/images (the pause image, kubectl, the Spark images
 // and sparklet's own from make image).
