@@ -28,8 +28,17 @@ func Default(version string) *Policy {
 	return p
 }
 
+// DefaultAPIServerAudiences are the audiences kube-apiserver accepts when
+// its --api-audiences is not set: its --service-account-issuer, which
+// kubeadm sets to https://kubernetes.default.svc.<dnsDomain>
+// (cmd/kubeadm/app/phases/controlplane/manifests.go, v1.33) and many
+// clusters to https://kubernetes.default.svc. A projection with no
+// audience gets the API server's own and is always a credential.
+var DefaultAPIServerAudiences = []string{"https://kubernetes.default.svc", "https://kubernetes.default.svc.cluster.local"}
+
 func (p *Policy) setDefaults(version string) {
 	p.Sidecar.SetDefaults(version)
+
 	if p.LocalDirs.Count == 0 {
 		p.LocalDirs.Count = DefaultLocalDirs
 	}

@@ -23,6 +23,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
 		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
 		{"not a mapping", "- a\n- b", "must be a mapping"},
+		{"empty audience", "apiServerAudiences: ['https://kubernetes.default.svc', '']", "apiServerAudiences[1]: empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,6 +32,38 @@ func TestParseErrorsNameTheField(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCredentialAudience: a projection without an audience is always a
+// credential; named ones are when the policy (or, unset, the default)
+// lists them; the policy's list replaces the default.
+func TestCredentialAudience(t *testing.T) {
+	def := Default("dev").For("x")
+	listed, err := Parse([]byte("apiServerAudiences: [https://oidc.example.com]"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := listed.For("x")
+	for _, tc := range []struct {
+		e        *Effective
+		audience string
+		want     bool
+	}{
+		{def, "", true},
+		{def, "https://kubernetes.default.svc", true},
+		{def, "https://kubernetes.default.svc.cluster.local", true},
+		{def, "istio-ca", false},
+		{def, "sts.amazonaws.com", false},
+		{def, "vault", false},
+		{own, "", true},
+		{own, "https://oidc.example.com", true},
+		{own, "https://kubernetes.default.svc", false},
+		{own, "istio-ca", false},
+	} {
+		if got := tc.e.CredentialAudience(tc.audience); got != tc.want {
+			t.Errorf("audiences %v: CredentialAudience(%q) = %v, want %v", tc.e.APIServerAudiences, tc.audience, got, tc.want)
+		}
 	}
 }
 

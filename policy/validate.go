@@ -39,6 +39,11 @@ func (p *Policy) Validate() error {
 	v.images("allowedImages", p.AllowedImages)
 	v.sidecar("sidecar", p.Sidecar)
 	v.tokenContainers("tokenContainers", p.TokenContainers)
+	for i, a := range p.APIServerAudiences {
+		if strings.TrimSpace(a) == "" {
+			v.add(fmt.Sprintf("apiServerAudiences[%d]", i), "empty: a projection without an audience is always the API server's; list only named audiences")
+		}
+	}
 	v.mesh("mesh", p.Mesh)
 	v.uiIngress("ui.ingress", p.UI.Ingress)
 	v.scheduling("scheduling", p.Scheduling, schedulerNames(p.Driver, p.Executor))
