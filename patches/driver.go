@@ -39,6 +39,7 @@ var (
 		{"image conf", planImageConf},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
+		{"executor service account", refuseLentServiceAccount},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
 	}
@@ -81,15 +82,16 @@ func Driver(pod *corev1.Pod, in Input) (Result, error) {
 		return Result{Skipped: &Skip{Reason: SkipNotDriver, Message: "not labelled spark-role=driver"}}, nil
 	}
 	if skip := launchedElsewhere(pod); skip != nil {
-		return Result{Skipped: skip, Warnings: append([]string{skip.Message},
-			ignoredAnnotations(pod, "another system launched the pod")...)}, nil
+		warnings := append([]string{skip.Message}, ignoredAnnotations(pod, "another system launched the pod")...)
+		return Result{Skipped: skip, Warnings: append(warnings, warnSkippedOnDriverAccount(pod, in.Policy, "another system launched it")...)}, nil
 	}
 	if err := checkAnnotations(pod); err != nil {
 		return Result{}, &StepError{Step: "annotations", Err: err}
 	}
 	if optedOut(pod) {
+		why := "the pod opts out with " + AnnotationInject + `: "false"`
 		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + AnnotationInject + `: "false"`},
-			Warnings: ignoredAnnotations(pod, "the pod opts out with "+AnnotationInject+`: "false"`)}, nil
+			Warnings: append(ignoredAnnotations(pod, why), warnSkippedOnDriverAccount(pod, in.Policy, why)...)}, nil
 	}
 	if in.Policy == nil {
 		return Result{}, fmt.Errorf("no policy")

@@ -39,6 +39,9 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 		return err
 	}
 	applySettings(pod, c, pol.Executor.Enforced, true)
+	if err := refuseLentExecutorAccount(pod, in.Driver); err != nil {
+		return err
+	}
 	if err := stampScheduling(pod, in.Driver); err != nil {
 		return err
 	}

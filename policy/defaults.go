@@ -18,13 +18,19 @@ const (
 // DefaultSidecarImage is the sidecar image of a sparklet version.
 func DefaultSidecarImage(version string) string { return "ghcr.io/sparklet/sparklet:" + version }
 
+// DefaultDriverServiceAccount is the built-in policy's driver account,
+// the one the chart creates (driver.serviceAccountName).
+const DefaultDriverServiceAccount = "spark-driver"
+
 // Default returns the built-in policy for a sparklet version: good enough
-// to try sparklet out.
+// to try sparklet out. Drivers run as DefaultDriverServiceAccount, so that
+// their executors (the namespace's default) never share their account.
 func Default(version string) *Policy {
 	p, err := Parse(nil, version)
 	if err != nil {
 		panic("built-in policy is invalid: " + err.Error())
 	}
+	p.Driver.Defaults.ServiceAccountName = DefaultDriverServiceAccount
 	return p
 }
 

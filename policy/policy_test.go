@@ -23,6 +23,10 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
 		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
 		{"not a mapping", "- a\n- b", "must be a mapping"},
+		{"executor on the driver account", "driver:\n  defaults: {serviceAccountName: spark-driver}\nspark:\n  enforced:\n    spark.kubernetes.authenticate.executor.serviceAccountName: spark-driver",
+			`spark.enforced.spark.kubernetes.authenticate.executor.serviceAccountName: "spark-driver" is a driver ServiceAccount of this policy`},
+		{"driver key lent to executors", "namespaces:\n  etl:\n    driver:\n      enforced: {serviceAccountName: etl-driver}\n    spark:\n      defaults:\n        spark.kubernetes.authenticate.driver.serviceAccountName: etl-driver",
+			`namespaces.etl.spark.defaults.spark.kubernetes.authenticate.driver.serviceAccountName: "etl-driver" is a driver ServiceAccount`},
 		{"empty audience", "apiServerAudiences: ['https://kubernetes.default.svc', '']", "apiServerAudiences[1]: empty"},
 	}
 	for _, tc := range cases {

@@ -91,10 +91,37 @@ func (p *Policy) Validate() error {
 			}
 		}
 	}
+	v.lentAccounts(p)
 	if len(v.errs) == 0 {
 		return nil
 	}
 	return &Error{Problems: v.errs}
+}
+
+// lentAccounts refuses Spark keys that would run executors as a driver
+// ServiceAccount of the policy: Spark gives executors
+// spark.kubernetes.authenticate.executor.serviceAccountName, else
+// spark.kubernetes.authenticate.driver.serviceAccountName.
+func (v *validator) lentAccounts(p *Policy) {
+	drivers := []string{p.Driver.Defaults.ServiceAccountName, p.Driver.Enforced.ServiceAccountName}
+	sections := map[string]SparkConf{"spark": p.Spark}
+	for n, ns := range p.Namespaces {
+		drivers = append(drivers, ns.Driver.Defaults.ServiceAccountName, ns.Driver.Enforced.ServiceAccountName)
+		sections["namespaces."+n+".spark"] = ns.Spark
+	}
+	for _, at := range slices.Sorted(maps.Keys(sections)) {
+		for _, layer := range []struct {
+			name string
+			conf map[string]string
+		}{{"defaults", sections[at].Defaults}, {"enforced", sections[at].Enforced}} {
+			for _, k := range []string{"spark.kubernetes.authenticate.executor.serviceAccountName", "spark.kubernetes.authenticate.driver.serviceAccountName"} {
+				if sa := layer.conf[k]; sa != "" && slices.Contains(drivers, sa) {
+					v.add(at+"."+layer.name+"."+k, "%q is a driver ServiceAccount of this policy, and executors would run as it "+
+						"(Spark gives them this key's account); name another ServiceAccount, or remove the key", sa)
+				}
+			}
+		}
+	}
 }
 
 type validator struct{ errs []string }
