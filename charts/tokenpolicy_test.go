@@ -63,7 +63,8 @@ func TestDriverTokenPolicy(t *testing.T) {
 	}{
 		{nil, []string{`in ["spark-driver"]`, `!(c.name in [])`, `c.image == "ghcr.io/sparklet/sparklet:0.1.0"`,
 			`namespaceObject.metadata.?labels.orValue({})[?'sparklet.io/inject'].orValue('') == 'enabled'`,
-			`s.serviceAccountToken.?audience.orValue('') in ["","https://kubernetes.default.svc","https://kubernetes.default.svc.cluster.local"]`},
+			`s.serviceAccountToken.?audience.orValue('') in ["","https://kubernetes.default.svc","https://kubernetes.default.svc.cluster.local"]`,
+			`!object.spec.?hostPID.orValue(false)`, `v.hostPath.path.startsWith('/var/lib/kubelet/pods/')`},
 			[]string{"tokenContainers ("}},
 		{[]string{"api-audiences.yaml"}, []string{`in ["spark-driver"]`,
 			`s.serviceAccountToken.?audience.orValue('') in ["","https://oidc.eks.eu-west-1.amazonaws.com/id/EXAMPLE"]`},
