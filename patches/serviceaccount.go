@@ -56,11 +56,16 @@ func driverServiceAccount(pod *corev1.Pod, pol *policy.Effective) string {
 }
 
 // executorAccountFromConf is the account Spark gives executors whose pod
-// template names none, and the key it comes from; "" when neither key is
-// set and executors get default.
+// template names none, and the key it comes from; key is "" when neither
+// key is set. A key set to "" still wins, and names no account: Spark's
+// buildPodWithServiceAccount (KubernetesUtils.scala) sets it as it is, and
+// the API server gives the pod default.
 func executorAccountFromConf(conf map[string]string) (account, key string) {
 	for _, k := range []string{confExecutorServiceAccount, confDriverServiceAccount} {
-		if v := conf[k]; v != "" {
+		if v, ok := conf[k]; ok {
+			if v == "" {
+				v = defaultServiceAccount
+			}
 			return v, k
 		}
 	}
