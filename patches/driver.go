@@ -31,7 +31,6 @@ var (
 		{"reserved names", refuseReservedNames},
 		{"service account token", refuseTokens},
 		{"host routes", refuseHostRoutes},
-		{"sidecar ports", refuseSidecarPorts},
 		{"annotations written by sparklet", warnWrittenBySparklet},
 		{"spark conf", layerConf},
 		{"allocator", refuseControllerAllocator},
@@ -43,6 +42,7 @@ var (
 		{"app id", pickAppID},
 		{"effective conf", finishConf},
 		{"executor service account", refuseLentServiceAccount},
+		{"sidecar ports", refuseSidecarPorts},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
 	}

@@ -3,6 +3,7 @@ package patches
 import (
 	"fmt"
 	"path"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -117,13 +118,27 @@ func sparkletContainer(name string) bool {
 	return name == SidecarName || name == InitName || name == ConfInitName
 }
 
+// sparkPortKeys are the driver's Spark ports: the JVM binds them in the
+// pod's network, where the sidecar already listens (Spark then tries the
+// next port, and whatever expects the configured one misses it).
+var sparkPortKeys = []string{"spark.driver.port", "spark.driver.blockManager.port", "spark.blockManager.port", "spark.ui.port"}
+
 // refuseSidecarPorts refuses a container that declares one of the
-// sidecar's ports: the pod's containers share one network namespace, and
-// the sidecar's localhost API and metrics listen there.
+// sidecar's ports, and a Spark port the effective configuration sets to
+// one: the pod's containers share one network namespace, and the
+// sidecar's localhost API and metrics listen there.
 func refuseSidecarPorts(pod *corev1.Pod, p *plan) error {
 	ports := map[int32]string{
 		p.pol.Sidecar.Port:        "its localhost Kubernetes API (the policy's sidecar.port)",
 		p.pol.Sidecar.MetricsPort: "its metrics and probes (the policy's sidecar.metricsPort)",
+	}
+	for _, k := range sparkPortKeys {
+		n, err := strconv.ParseInt(strings.TrimSpace(p.conf[k]), 10, 32)
+		if what, clash := ports[int32(n)]; err == nil && clash {
+			return &Refused{Reason: "sidecar-port", Message: fmt.Sprintf(
+				"%s=%d is the sparklet sidecar's port for %s; the pod's containers share one network, "+
+					"so set %s to another port, or ask your platform team to move the sidecar's", k, n, what, k)}
+		}
 	}
 	for i, list := range [][]corev1.Container{pod.Spec.InitContainers, pod.Spec.Containers} {
 		for _, c := range list {
