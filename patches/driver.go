@@ -94,7 +94,7 @@ func Driver(pod *corev1.Pod, in Input) (Result, error) {
 	if optedOut(pod) {
 		why := "the pod opts out with " + AnnotationInject + `: "false"`
 		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + AnnotationInject + `: "false"`},
-			Warnings: append(ignoredAnnotations(pod, why), warnSkippedOnDriverAccount(pod, in.Policy, why)...)}, nil
+			Warnings: append(ignoredAnnotations(pod, why), warnSkippedOnDriverAccount(pod, in.Policy, "it opts out")...)}, nil
 	}
 	if in.Policy == nil {
 		return Result{}, fmt.Errorf("no policy")

@@ -95,8 +95,10 @@ func refuseLentServiceAccount(pod *corev1.Pod, p *plan) error {
 		return nil
 	}
 	if tmpl := p.conf[confExecutorPodTemplate]; tmpl != "" {
-		p.warn(fmt.Sprintf("the driver runs as ServiceAccount %q, and so do executors unless the executor pod template %s names another: "+
-			"the sparklet sidecar refuses every executor that would run as the driver's ServiceAccount; set %s", driver, tmpl, confExecutorServiceAccount))
+		// Kept short: the API server may truncate a warning over 256
+		// characters.
+		p.warn(fmt.Sprintf("executors run as the driver's ServiceAccount %q unless pod template %s names another, "+
+			"and the sidecar refuses them; set %s", driver, tmpl, confExecutorServiceAccount))
 		return nil
 	}
 	return &Refused{Reason: "driver-service-account", Message: fmt.Sprintf(
@@ -133,8 +135,6 @@ func warnSkippedOnDriverAccount(pod *corev1.Pod, pol *policy.Effective, why stri
 	if account != pol.Driver.Defaults.ServiceAccountName && account != pol.Driver.Enforced.ServiceAccountName {
 		return nil
 	}
-	return []string{fmt.Sprintf("the pod runs as %q, the sparklet driver ServiceAccount, whose token may create pods, "+
-		"but sparklet leaves it alone (%s), so its containers can hold that token; "+
-		"run it as another ServiceAccount (spec.serviceAccountName). The sparklet chart's ValidatingAdmissionPolicy "+
-		"(driver.tokenPolicy.enabled) refuses such pods", account, why)}
+	return []string{fmt.Sprintf("the pod runs as the sparklet driver ServiceAccount %q, whose token may create pods, "+
+		"but sparklet leaves it alone (%s): run it as another ServiceAccount", account, why)}
 }

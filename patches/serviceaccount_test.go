@@ -42,7 +42,7 @@ func TestDriverAccountNeverLent(t *testing.T) {
 			pod: []func(*corev1.Pod){withConf(confExecutorServiceAccount + " etl")}, refuse: `"etl"`},
 		{name: "default driver, executor template decides",
 			pod:  []func(*corev1.Pod){runsAs("default"), withConf(confExecutorPodTemplate + " /opt/t.yaml")},
-			warn: "unless the executor pod template /opt/t.yaml names another"},
+			warn: "unless pod template /opt/t.yaml names another"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, err := Driver(driverPod(tc.pod...), Input{Namespace: "spark-jobs", Policy: mustPolicy(t, tc.policy), Version: "test", AppID: "spark-test"})
