@@ -118,6 +118,17 @@ func TestExecutorHostPathAllowed(t *testing.T) {
 	if err := Executor(pod, in); err != nil {
 		t.Fatal(err)
 	}
+	// Not over the kubelet's pod directory or the node's /proc, though.
+	for _, path := range []string{"/", "/var/lib/kubelet", "/var/lib/kubelet/pods/x/volumes", "/proc", "/proc/1/root"} {
+		pod := executorPod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}}
+		})
+		err := Executor(pod, in)
+		var r *Refused
+		if !errors.As(err, &r) || r.Reason != "host-path" || !strings.Contains(r.Message, "never allows it") {
+			t.Errorf("hostPath %s with allowHostPath: err %v, want a host-path refusal", path, err)
+		}
+	}
 }
 
 // TestExecutorNeverOnTheDriverAccount: every route by which an executor
