@@ -482,3 +482,24 @@ func TestExecutorNeverRunsAsTheDriverAccount(t *testing.T) {
 		t.Errorf("an executor on the driver's default account reached the API server: %d creates", n)
 	}
 }
+
+// TestExecutorNodeNameUnderBatchScheduler: an executor pod that names its
+// node would skip the driver's batch scheduler; the sidecar refuses it
+// before the API server sees it.
+func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
+	drv := driver()
+	drv.Annotations = map[string]string{patches.AnnotationScheduling: `{"scheduler":"kueue","queue":"lq"}`}
+	h := startWith(t, "", drv)
+	bad := executor(1)
+	bad.Spec.NodeName = "worker-7"
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", bad); code != 403 ||
+		!strings.Contains(string(body), `spec.nodeName \"worker-7\"`) {
+		t.Errorf("executor with nodeName: %d %s", code, body)
+	}
+	if n := h.actions("create", "pods"); n != 0 {
+		t.Errorf("an executor with nodeName reached the API server: %d creates", n)
+	}
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(2)); code != 201 {
+		t.Errorf("executor without nodeName: %d %s", code, body)
+	}
+}
