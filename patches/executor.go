@@ -90,18 +90,16 @@ func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
 	if allowHostPath == nil {
 		allowHostPath = pol.Executor.Defaults.AllowHostPath
 	}
+	// Not even allowHostPath lets an executor reach the service-account
+	// tokens on its node, the driver sidecar's among them.
+	if i, what := tokenHostPath(pod); what != "" {
+		v := pod.Spec.Volumes[i]
+		return &Refused{Reason: "host-path", Message: fmt.Sprintf(
+			"executor %q mounts hostPath volume %q (%s), which %s, from which it could read the service-account tokens of "+
+				"the node's pods; the sparklet policy never allows it", pod.Name, v.Name, v.HostPath.Path, what)}
+	}
 	for _, v := range pod.Spec.Volumes {
-		if v.HostPath == nil {
-			continue
-		}
-		// Not even allowHostPath lets an executor reach the service-account
-		// tokens on its node, the driver sidecar's among them.
-		if what := hostPathReaches(v.HostPath.Path); what != "" {
-			return &Refused{Reason: "host-path", Message: fmt.Sprintf(
-				"executor %q mounts hostPath volume %q (%s), which %s, from which it could read the service-account tokens of "+
-					"the node's pods; the sparklet policy never allows it", pod.Name, v.Name, v.HostPath.Path, what)}
-		}
-		if allowHostPath == nil || !*allowHostPath {
+		if v.HostPath != nil && (allowHostPath == nil || !*allowHostPath) {
 			return &Refused{Reason: "host-path", Message: fmt.Sprintf(
 				"executor %q mounts hostPath volume %q (%s); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true",
 				pod.Name, v.Name, v.HostPath.Path)}

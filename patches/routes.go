@@ -2,28 +2,17 @@ package patches
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches/submitargs"
+	"github.com/sparklet/sparklet/policy"
 )
 
 // Other routes to the sidecar's token, or around the policy, than the
 // token volumes refuseTokens judges.
-
-// kubeletPods is where the kubelet keeps each pod's volumes on the node,
-// the sidecar's projected token among them
-// (<root>/pods/<uid>/volumes/kubernetes.io~projected/sparklet-sa-token).
-// The root is the kubelet's --root-dir, /var/lib/kubelet by default
-// (kubernetes cmd/kubelet/app/options/options.go, v1.33).
-const kubeletPods = "/var/lib/kubelet/pods"
-
-// hostProc is the node's /proc: /proc/<pid>/root of the sidecar's process
-// is its filesystem, token included, as with hostPID.
-const hostProc = "/proc"
 
 // refuseHostRoutes refuses the pod-level routes to the sidecar's files:
 // the node's process namespace, and a hostPath volume that holds the
@@ -34,38 +23,27 @@ func refuseHostRoutes(pod *corev1.Pod, _ *plan) error {
 			"every container could read the sidecar's service-account token through /proc/<pid>/root, as with " +
 			"shareProcessNamespace; remove hostPID"}
 	}
-	for i, v := range pod.Spec.Volumes {
-		if v.HostPath == nil {
-			continue
-		}
-		if what := hostPathReaches(v.HostPath.Path); what != "" {
-			return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
-				"spec.volumes[%d] %q: hostPath %s %s, from which a container could read the sparklet sidecar's "+
-					"service-account token on the node; mount a narrower host directory, or none", i, v.Name, v.HostPath.Path, what)}
-		}
+	if i, what := tokenHostPath(pod); what != "" {
+		v := pod.Spec.Volumes[i]
+		return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
+			"spec.volumes[%d] %q: hostPath %s %s, from which a container could read the sparklet sidecar's "+
+				"service-account token on the node; mount a narrower host directory, or none", i, v.Name, v.HostPath.Path, what)}
 	}
 	return nil
 }
 
-// hostPathReaches says how a hostPath reaches the sidecar's files on the
-// node, or "": at or above the kubelet's pod directory, inside it, or at
-// or inside the node's /proc.
-func hostPathReaches(p string) string {
-	clean := path.Clean("/" + p)
-	for _, dir := range []struct{ path, name string }{
-		{kubeletPods, "the kubelet's pod directory " + kubeletPods},
-		{hostProc, "the node's " + hostProc},
-	} {
-		switch {
-		case clean == dir.path:
-			return "is " + dir.name
-		case strings.HasPrefix(clean, dir.path+"/"):
-			return "is inside " + dir.name
-		case clean == "/" || strings.HasPrefix(dir.path, clean+"/"):
-			return "holds " + dir.name
+// tokenHostPath finds the first hostPath volume that reaches the
+// service-account tokens on the node (policy.HostPathReaches), and says
+// how; what is "" when none does.
+func tokenHostPath(pod *corev1.Pod) (i int, what string) {
+	for i, v := range pod.Spec.Volumes {
+		if v.HostPath != nil {
+			if what := policy.HostPathReaches(v.HostPath.Path); what != "" {
+				return i, what
+			}
 		}
 	}
-	return ""
+	return 0, ""
 }
 
 // sparkLaunchers are the launchers whose command line starts a Spark

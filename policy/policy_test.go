@@ -27,6 +27,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 			`spark.enforced.spark.kubernetes.authenticate.executor.serviceAccountName: "spark-driver" is a driver ServiceAccount of this policy`},
 		{"driver key lent to executors", "namespaces:\n  etl:\n    driver:\n      enforced: {serviceAccountName: etl-driver}\n    spark:\n      defaults:\n        spark.kubernetes.authenticate.driver.serviceAccountName: etl-driver",
 			`namespaces.etl.spark.defaults.spark.kubernetes.authenticate.driver.serviceAccountName: "etl-driver" is a driver ServiceAccount`},
+		{"hostPath over the kubelet's pods", "executor:\n  defaults:\n    allowHostPath: true\n    volumes:\n    - {name: k, hostPath: {path: /var/lib/kubelet}}",
+			`executor.defaults.volumes[0].hostPath.path: "/var/lib/kubelet" holds the kubelet's pod directory /var/lib/kubelet/pods`},
 		{"empty audience", "apiServerAudiences: ['https://kubernetes.default.svc', '']", "apiServerAudiences[1]: empty"},
 	}
 	for _, tc := range cases {

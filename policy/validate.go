@@ -181,6 +181,12 @@ func (v *validator) pod(at string, s PodSettings, executor bool) {
 		if strings.HasPrefix(vol.Name, "sparklet-") || strings.HasPrefix(vol.Name, "spark-local-dir-") {
 			v.add(field, "%q: names starting with sparklet- or spark-local-dir- belong to sparklet", vol.Name)
 		}
+		if vol.HostPath != nil {
+			if what := HostPathReaches(vol.HostPath.Path); what != "" {
+				v.add(fmt.Sprintf("%s.volumes[%d].hostPath.path", at, i), "%q %s, from which a container could read the service-account "+
+					"tokens of the node's pods, the driver sidecar's among them; mount a narrower host directory", vol.HostPath.Path, what)
+			}
+		}
 	}
 	for i, m := range s.VolumeMounts {
 		field := fmt.Sprintf("%s.volumeMounts[%d]", at, i)
