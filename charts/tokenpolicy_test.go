@@ -1,6 +1,7 @@
 package charts
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,8 @@ import (
 	"testing"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
+
+	"github.com/sparklet/sparklet/policy"
 )
 
 // tokenPolicy renders the chart and returns its driver-token policy and
@@ -51,7 +54,7 @@ func expressions(p admissionv1.ValidatingAdmissionPolicy) string {
 }
 
 func TestDriverTokenPolicy(t *testing.T) {
-	for _, f := range []string{"token-containers.yaml", "no-token-policy.yaml"} {
+	for _, f := range []string{"token-containers.yaml", "no-token-policy.yaml", "api-audiences.yaml"} {
 		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
 	}
 	for _, tc := range []struct {
@@ -59,7 +62,13 @@ func TestDriverTokenPolicy(t *testing.T) {
 		want, avoid []string
 	}{
 		{nil, []string{`in ["spark-driver"]`, `!(c.name in [])`, `c.image == "ghcr.io/sparklet/sparklet:0.1.0"`,
-			`namespaceObject.metadata.?labels.orValue({})[?'sparklet.io/inject'].orValue('') == 'enabled'`}, []string{"tokenContainers ("}},
+			`namespaceObject.metadata.?labels.orValue({})[?'sparklet.io/inject'].orValue('') == 'enabled'`,
+			`s.serviceAccountToken.?audience.orValue('') in ["","https://kubernetes.default.svc","https://kubernetes.default.svc.cluster.local"]`,
+			`!object.spec.?hostPID.orValue(false)`, `v.hostPath.path.startsWith('/var/lib/kubelet/pods/')`},
+			[]string{"tokenContainers ("}},
+		{[]string{"api-audiences.yaml"}, []string{`in ["spark-driver"]`,
+			`s.serviceAccountToken.?audience.orValue('') in ["","https://oidc.eks.eu-west-1.amazonaws.com/id/EXAMPLE"]`},
+			[]string{"https://kubernetes.default.svc"}},
 		{[]string{"custom-policy.yaml"}, []string{`in ["custom-driver","spark-driver"]`, `c.image == "registry.example.com/sparklet:1.2.3"`}, nil},
 		{[]string{"namespace-list.yaml"}, []string{`in ["spark-driver"]`}, []string{"namespaceObject"}},
 		{[]string{"token-containers.yaml"}, []string{`in ["etl-driver","spark-driver"]`, `!(c.name in ["init","wait"])`,
@@ -88,20 +97,33 @@ func TestDriverTokenPolicy(t *testing.T) {
 			t.Errorf("%v: the Secret policy does not name the same accounts:\n%s", tc.values, expressions(secrets))
 		}
 	}
+	// The chart's default audiences are the webhook's.
+	audiences, err := json.Marshal(append([]string{""}, policy.DefaultAPIServerAudiences...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pods, _, _ := tokenPolicy(t); !strings.Contains(expressions(pods), "in "+string(audiences)) {
+		t.Errorf("the pod policy's default audiences are not %s:\n%s", audiences, expressions(pods))
+	}
 	if _, _, ok := tokenPolicy(t, "no-token-policy.yaml"); ok {
 		t.Error("driver.tokenPolicy.enabled=false still renders the policy")
 	}
 }
 
-// TestDriverTokenPolicyNeedsKubernetes130 renders for a 1.29 cluster: the
-// policy's API is not there, and the error names the value to change.
-func TestDriverTokenPolicyNeedsKubernetes130(t *testing.T) {
-	args := []string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", "1.29.4"}
-	cmd := exec.Command(helm(t), args...)
-	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "driver.tokenPolicy.enabled needs Kubernetes 1.30 or later") {
-		t.Errorf("helm template for 1.29: err %v, output:\n%s", err, out)
+// TestChartNeedsKubernetes130 renders for a 1.29 cluster, which has no
+// ValidatingAdmissionPolicy (admissionregistration.k8s.io/v1 is 1.30's):
+// the chart's kubeVersion refuses it, with the token policy or without,
+// so no install runs without the policy that keeps the driver
+// ServiceAccounts' tokens from pods sparklet skipped.
+func TestChartNeedsKubernetes130(t *testing.T) {
+	for _, values := range [][]string{nil, {"-f", filepath.Join("testdata", "no-token-policy.yaml")}} {
+		args := append([]string{"template", release, "sparklet", "--namespace", releaseNS, "--kube-version", "1.29.4"}, values...)
+		cmd := exec.Command(helm(t), args...)
+		cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "chart requires kubeVersion: >=1.30.0-0") {
+			t.Errorf("helm template %v for 1.29: err %v, output:\n%s", values, err, out)
+		}
 	}
-	run(t, helm(t), append(args, "-f", filepath.Join("testdata", "no-token-policy.yaml"))...)
+	run(t, helm(t), "template", release, "sparklet", "--namespace", releaseNS, "--kube-version", "1.30.0")
 }

@@ -202,8 +202,11 @@ func TestInjectReadsThePolicyFromTheCluster(t *testing.T) {
 	ctx := ctxFor(t)
 	ns := namespace(t, true)
 	const cmName = "inject-test-sparklet-policy"
+	// The driver account is what the chart fills in; without one the
+	// driver would run as default, which its executors would share.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: cmName, Namespace: testenv.WebhookNamespace},
-		Data: map[string]string{"policy.yaml": "spark:\n  defaults: {spark.ui.showConsoleProgress: false}\n"}}
+		Data: map[string]string{"policy.yaml": "spark:\n  defaults: {spark.ui.showConsoleProgress: false}\n" +
+			"driver:\n  defaults: {serviceAccountName: " + testenv.DriverServiceAccount + "}\n"}}
 	if _, err := env.Client.CoreV1().ConfigMaps(testenv.WebhookNamespace).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

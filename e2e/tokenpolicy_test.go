@@ -157,6 +157,24 @@ func TestDriverTokenPolicy(t *testing.T) {
 		}
 	})
 
+	t.Run("a mesh proxy's own token is admitted", func(t *testing.T) {
+		// Istio's istio-proxy with istio-token, a projection for audience
+		// istio-ca (manifests/charts/istio-control/istio-discovery/files/
+		// injection-template.yaml): not a credential for the API server.
+		p := examplePod(t, "spark-pi-pod.yaml")
+		always := corev1.ContainerRestartPolicyAlways
+		p.Spec.InitContainers = append(p.Spec.InitContainers, corev1.Container{Name: "istio-proxy", Image: "busybox", Args: []string{"proxy", "sidecar"},
+			RestartPolicy: &always, VolumeMounts: []corev1.VolumeMount{{Name: "istio-token", MountPath: "/var/run/secrets/tokens"}}})
+		expiry := int64(43200)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "istio-token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{
+			Sources: []corev1.VolumeProjection{{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Audience: "istio-ca", ExpirationSeconds: &expiry, Path: "istio-token"}}}}}})
+		created, err := pods.Create(ctx, p, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			t.Fatalf("a driver with Istio's token was refused: %v", err)
+		}
+		requireInjected(t, created)
+	})
+
 	var injected *corev1.Pod
 	t.Run("injected is admitted", func(t *testing.T) {
 		created, err := pods.Create(ctx, examplePod(t, "spark-pi-pod.yaml"), metav1.CreateOptions{})

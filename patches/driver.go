@@ -31,11 +31,13 @@ var (
 		{"host network", refuseHostNetwork},
 		{"reserved names", refuseReservedNames},
 		{"service account token", refuseTokens},
+		{"host routes", refuseHostRoutes},
 		{"annotations written by sparklet", warnWrittenBySparklet},
 		{"spark conf", layerConf},
 		{"allocator", refuseControllerAllocator},
 		{"limits", checkLimits},
 		{"images", checkImages},
+		{"other containers", checkOtherContainers},
 		{"fetch", planFetch},
 		{"image conf", planImageConf},
 		{"app id", pickAppID},
@@ -43,6 +45,8 @@ var (
 		{"overwrites", refuseOverwrites},
 		{"enforced pod settings", warnEnforcedReplaces},
 		{"local dirs", planLocalDirs},
+		{"executor service account", refuseLentServiceAccount},
+		{"sidecar ports", refuseSidecarPorts},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
 	}
@@ -85,15 +89,16 @@ func Driver(pod *corev1.Pod, in Input) (Result, error) {
 		return Result{Skipped: &Skip{Reason: SkipNotDriver, Message: "not labelled spark-role=driver"}}, nil
 	}
 	if skip := launchedElsewhere(pod); skip != nil {
-		return Result{Skipped: skip, Warnings: append([]string{skip.Message},
-			ignoredAnnotations(pod, "another system launched the pod")...)}, nil
+		warnings := append([]string{skip.Message}, ignoredAnnotations(pod, "another system launched the pod")...)
+		return Result{Skipped: skip, Warnings: append(warnings, warnSkippedOnDriverAccount(pod, in.Policy, "another system launched it")...)}, nil
 	}
 	if err := checkAnnotations(pod); err != nil {
 		return Result{}, &StepError{Step: "annotations", Err: err}
 	}
 	if optedOut(pod) {
+		why := "the pod opts out with " + AnnotationInject + `: "false"`
 		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + AnnotationInject + `: "false"`},
-			Warnings: ignoredAnnotations(pod, "the pod opts out with "+AnnotationInject+`: "false"`)}, nil
+			Warnings: append(ignoredAnnotations(pod, why), warnSkippedOnDriverAccount(pod, in.Policy, "it opts out")...)}, nil
 	}
 	if in.Policy == nil {
 		return Result{}, fmt.Errorf("no policy")

@@ -36,7 +36,9 @@ func mustPolicy(t testing.TB, text string) *policy.Effective {
 func driverPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{LabelRole: "driver"}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{
+		// A driver runs as a ServiceAccount of its own, which its
+		// executors (default) never share.
+		Spec: corev1.PodSpec{ServiceAccountName: "spark-driver", Containers: []corev1.Container{{
 			Name: "spark", Image: "apache/spark:3.5.4",
 			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"},
 		}}},

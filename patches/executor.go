@@ -39,6 +39,9 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 		return err
 	}
 	applySettings(pod, c, pol.Executor.Enforced, true)
+	if err := refuseLentExecutorAccount(pod, in.Driver); err != nil {
+		return err
+	}
 	if err := stampScheduling(pod, in.Driver); err != nil {
 		return err
 	}
@@ -86,6 +89,14 @@ func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
 	allowHostPath := pol.Executor.Enforced.AllowHostPath
 	if allowHostPath == nil {
 		allowHostPath = pol.Executor.Defaults.AllowHostPath
+	}
+	// Not even allowHostPath lets an executor reach the service-account
+	// tokens on its node, the driver sidecar's among them.
+	if i, what := tokenHostPath(pod); what != "" {
+		v := pod.Spec.Volumes[i]
+		return &Refused{Reason: "host-path", Message: fmt.Sprintf(
+			"executor %q mounts hostPath volume %q (%s), which %s, from which it could read the service-account tokens of "+
+				"the node's pods; the sparklet policy never allows it", pod.Name, v.Name, v.HostPath.Path, what)}
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath != nil && (allowHostPath == nil || !*allowHostPath) {

@@ -118,4 +118,50 @@ func TestExecutorHostPathAllowed(t *testing.T) {
 	if err := Executor(pod, in); err != nil {
 		t.Fatal(err)
 	}
+	// Not over the kubelet's pod directory or the node's /proc, though.
+	for _, path := range []string{"/", "/var/lib/kubelet", "/var/lib/kubelet/pods/x/volumes", "/proc", "/proc/1/root"} {
+		pod := executorPod(func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}}
+		})
+		err := Executor(pod, in)
+		var r *Refused
+		if !errors.As(err, &r) || r.Reason != "host-path" || !strings.Contains(r.Message, "never allows it") {
+			t.Errorf("hostPath %s with allowHostPath: err %v, want a host-path refusal", path, err)
+		}
+	}
+}
+
+// TestExecutorNeverOnTheDriverAccount: every route by which an executor
+// pod could name the driver's ServiceAccount ends in a refusal, the
+// policy's enforced Spark key included.
+func TestExecutorNeverOnTheDriverAccount(t *testing.T) {
+	for name, tc := range map[string]struct {
+		pod    func(*corev1.Pod)
+		in     func(*ExecutorInput)
+		refuse bool
+	}{
+		"own account":       {pod: func(p *corev1.Pod) { p.Spec.ServiceAccountName = "spark-executor" }},
+		"namespace default": {},
+		"template names it": {pod: func(p *corev1.Pod) { p.Spec.ServiceAccountName = "spark-driver" }, refuse: true},
+		"deprecated field":  {pod: func(p *corev1.Pod) { p.Spec.DeprecatedServiceAccount = "spark-driver" }, refuse: true},
+		"enforced Spark key": {in: func(in *ExecutorInput) {
+			in.Policy.Spark.Enforced = map[string]string{confExecutorServiceAccount: "spark-driver"}
+		}, refuse: true},
+		"driver runs as default": {in: func(in *ExecutorInput) { in.Driver.Spec.ServiceAccountName = "" }, refuse: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod, in := executorPod(), executorInput(t)
+			if tc.pod != nil {
+				tc.pod(pod)
+			}
+			if tc.in != nil {
+				tc.in(&in)
+			}
+			err := Executor(pod, in)
+			var r *Refused
+			if refused := errors.As(err, &r) && r.Reason == "driver-service-account"; refused != tc.refuse {
+				t.Errorf("err = %v, want a driver-service-account refusal: %v", err, tc.refuse)
+			}
+		})
+	}
 }

@@ -91,6 +91,14 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 		return refuseScheduling("%s asks for %q, but the policy enforces the batch scheduler %s; remove it",
 			chosenFrom, chosen, base.BatchScheduler)
 	}
+	if n := pod.Spec.NodeName; n != "" && chosen != "" {
+		enforced := ""
+		if base.Enforce {
+			enforced = ", which the policy enforces"
+		}
+		return refuseScheduling("spec.nodeName %q places the pod on a node without a scheduler, so the batch scheduler %s (%s%s) "+
+			"never sees the driver; remove spec.nodeName, and use nodeSelector or affinity", n, chosen, chosenFrom, enforced)
+	}
 	s := policy.Scheduling{BatchScheduler: chosen}
 	if chosen == base.BatchScheduler {
 		s = base

@@ -303,3 +303,25 @@ func TestSchedulingKeepsThePodsOwn(t *testing.T) {
 		t.Errorf("Kueue priority class: driver %q, executor %q; want the pod's own batch-high", pod.Labels[kueuePriorityClass], ex.Labels[kueuePriorityClass])
 	}
 }
+
+// TestExecutorNodeNameUnderBatchScheduler: an executor pod that names its
+// node skips the driver's batch scheduler, so the sidecar refuses it; with
+// no batch scheduler it is the pod template's business.
+func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
+	pol := mustPolicy(t, "")
+	for _, tc := range []struct {
+		driver *corev1.Pod
+		refuse bool
+	}{
+		{injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationQueue, "root.sparklet")), ""), true},
+		{injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "lq")), ""), true},
+		{injectOK(t, driverPod(), ""), false},
+	} {
+		ex := executorFor("1", "1408Mi")
+		ex.Spec.NodeName = "worker-7"
+		err := Executor(ex, ExecutorInput{Policy: pol, Driver: tc.driver, AppID: "spark-test"})
+		if refused := err != nil && strings.Contains(err.Error(), `spec.nodeName "worker-7"`); refused != tc.refuse {
+			t.Errorf("driver %v: err %v, want a nodeName refusal: %v", tc.driver.Annotations[AnnotationBatchScheduler], err, tc.refuse)
+		}
+	}
+}

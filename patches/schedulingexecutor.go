@@ -29,6 +29,11 @@ func stampScheduling(pod *corev1.Pod, driver *corev1.Pod) error {
 	if err != nil || !ok {
 		return err
 	}
+	if n := pod.Spec.NodeName; n != "" {
+		return &Refused{Reason: "bad-scheduling", Message: fmt.Sprintf(
+			"executor %q: spec.nodeName %q places it on a node without a scheduler, so the driver's batch scheduler %s never sees it; "+
+				"remove nodeName from the executor pod template", pod.Name, n, s.Scheduler)}
+	}
 	switch s.Scheduler {
 	case policy.SchedulerYuniKorn:
 		pod.Spec.SchedulerName = policy.SchedulerYuniKorn

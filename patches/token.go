@@ -12,8 +12,10 @@ import (
 // refuseTokens refuses a pod in which a container other than the sidecar
 // holds or can reach a Kubernetes credential: a shared process namespace
 // (the sidecar's files under /proc/<pid>/root), a serviceAccountToken
-// projection, a Secret that looks like a service-account token, or anything
-// mounted at the service-account path. The Spark container never may;
+// projection whose audience the API server accepts (policy
+// apiServerAudiences; Istio's istio-ca and EKS's sts.amazonaws.com tokens
+// are not credentials for it), a Secret that looks like a service-account
+// token, or anything mounted at the service-account path. The Spark container never may;
 // the policy's tokenContainers may. The token volume the API server added
 // (kube-api-access-*) is not refused: isolateServiceAccount takes it away.
 func refuseTokens(pod *corev1.Pod, p *plan) error {
@@ -56,7 +58,7 @@ func refuseTokens(pod *corev1.Pod, p *plan) error {
 				if ok && isAutoToken(v) {
 					continue
 				}
-				if what := tokenSource(v, tokenSecret); ok && what != "" {
+				if what := tokenSource(v, tokenSecret, p.pol.CredentialAudience); ok && what != "" {
 					return &Refused{Reason: "service-account-token", Message: fmt.Sprintf(
 						"container %q mounts volume %q (%s) at %s: %s", c.Name, m.Name, what, m.MountPath, fix)}
 				}
@@ -82,8 +84,9 @@ func refuseTokens(pod *corev1.Pod, p *plan) error {
 	return nil
 }
 
-// tokenSource says how a volume carries a service-account token, or "".
-func tokenSource(v corev1.Volume, tokenSecret tokenSecrets) string {
+// tokenSource says how a volume carries a Kubernetes credential, or "".
+// A projection is one when credential accepts its audience.
+func tokenSource(v corev1.Volume, tokenSecret tokenSecrets, credential func(audience string) bool) string {
 	if s := v.Secret; s != nil && tokenSecret.MatchString(s.SecretName) {
 		return fmt.Sprintf("Secret %q, a service-account token", s.SecretName)
 	}
@@ -91,8 +94,11 @@ func tokenSource(v corev1.Volume, tokenSecret tokenSecrets) string {
 		return ""
 	}
 	for _, src := range v.Projected.Sources {
-		if src.ServiceAccountToken != nil {
-			return "a serviceAccountToken projection"
+		if t := src.ServiceAccountToken; t != nil && credential(t.Audience) {
+			if t.Audience == "" {
+				return "a serviceAccountToken projection"
+			}
+			return fmt.Sprintf("a serviceAccountToken projection for audience %q, which the API server accepts", t.Audience)
 		}
 		if s := src.Secret; s != nil && tokenSecret.MatchString(s.Name) {
 			return fmt.Sprintf("Secret %q, a service-account token", s.Name)

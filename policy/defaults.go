@@ -18,18 +18,33 @@ const (
 // DefaultSidecarImage is the sidecar image of a sparklet version.
 func DefaultSidecarImage(version string) string { return "ghcr.io/sparklet/sparklet:" + version }
 
+// DefaultDriverServiceAccount is the built-in policy's driver account,
+// the one the chart creates (driver.serviceAccountName).
+const DefaultDriverServiceAccount = "spark-driver"
+
 // Default returns the built-in policy for a sparklet version: good enough
-// to try sparklet out.
+// to try sparklet out. Drivers run as DefaultDriverServiceAccount, so that
+// their executors (the namespace's default) never share their account.
 func Default(version string) *Policy {
 	p, err := Parse(nil, version)
 	if err != nil {
 		panic("built-in policy is invalid: " + err.Error())
 	}
+	p.Driver.Defaults.ServiceAccountName = DefaultDriverServiceAccount
 	return p
 }
 
+// DefaultAPIServerAudiences are the audiences kube-apiserver accepts when
+// its --api-audiences is not set: its --service-account-issuer, which
+// kubeadm sets to https://kubernetes.default.svc.<dnsDomain>
+// (cmd/kubeadm/app/phases/controlplane/manifests.go, v1.33) and many
+// clusters to https://kubernetes.default.svc. A projection with no
+// audience gets the API server's own and is always a credential.
+var DefaultAPIServerAudiences = []string{"https://kubernetes.default.svc", "https://kubernetes.default.svc.cluster.local"}
+
 func (p *Policy) setDefaults(version string) {
 	p.Sidecar.SetDefaults(version)
+
 	if p.LocalDirs.Count == 0 {
 		p.LocalDirs.Count = DefaultLocalDirs
 	}

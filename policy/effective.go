@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -35,6 +36,9 @@ type Effective struct {
 	Fetch []spec.Policy `json:"fetch,omitempty"`
 	// TokenContainers keep the pod's service-account token.
 	TokenContainers []string `json:"tokenContainers,omitempty"`
+	// APIServerAudiences are the policy's apiServerAudiences. Only the
+	// webhook reads them, so they stay out of the sidecar's copy.
+	APIServerAudiences []string `json:"-"`
 	// SparkMetrics is metrics.spark, the namespace's if set: Spark's
 	// PrometheusServlet is on (SparkMetricsConf is then under the Spark
 	// defaults) and the Spark container's UI port is named spark-ui.
@@ -49,6 +53,18 @@ type Effective struct {
 	// Scheduling is the namespace's scheduling section if set, else the
 	// cluster's.
 	Scheduling Scheduling `json:"scheduling,omitzero"`
+}
+
+// CredentialAudience tells whether a serviceAccountToken projection with
+// this audience is a credential for the API server: no audience (the API
+// server's own), or one of apiServerAudiences (by default
+// DefaultAPIServerAudiences).
+func (e *Effective) CredentialAudience(audience string) bool {
+	accepted := e.APIServerAudiences
+	if accepted == nil {
+		accepted = DefaultAPIServerAudiences
+	}
+	return audience == "" || slices.Contains(accepted, audience)
 }
 
 // For returns the policy in effect for a namespace.
@@ -68,14 +84,15 @@ func (p *Policy) For(namespace string) *Effective {
 			Defaults: MergeSettings(p.Executor.Defaults, ns.Executor.Defaults),
 			Enforced: MergeSettings(ns.Executor.Enforced, p.Executor.Enforced),
 		},
-		Credentials:     append(append([]Credential(nil), p.Credentials...), ns.Credentials...),
-		Limits:          stricter(p.Limits, ns.Limits),
-		Sidecar:         p.Sidecar,
-		LocalDirs:       p.LocalDirs,
-		HadoopConfigMap: p.HadoopConfigMap,
-		Fetch:           []spec.Policy{p.Fetch},
-		TokenContainers: p.TokenContainers,
-		Mesh:            p.Mesh,
+		Credentials:        append(append([]Credential(nil), p.Credentials...), ns.Credentials...),
+		Limits:             stricter(p.Limits, ns.Limits),
+		Sidecar:            p.Sidecar,
+		LocalDirs:          p.LocalDirs,
+		HadoopConfigMap:    p.HadoopConfigMap,
+		Fetch:              []spec.Policy{p.Fetch},
+		TokenContainers:    p.TokenContainers,
+		Mesh:               p.Mesh,
+		APIServerAudiences: p.APIServerAudiences,
 	}
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {

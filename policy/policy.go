@@ -37,6 +37,12 @@ type Policy struct {
 	// Workflows' init and wait. Every other container loses it, and the
 	// Spark container never has it.
 	TokenContainers []string `json:"tokenContainers,omitempty"`
+	// APIServerAudiences are the token audiences the API server accepts
+	// (its --api-audiences). A serviceAccountToken projection with one of
+	// them, or with none, is a Kubernetes credential; one with another
+	// audience (Istio's istio-ca, EKS's sts.amazonaws.com, Vault's) is not.
+	// Unset, DefaultAPIServerAudiences.
+	APIServerAudiences []string `json:"apiServerAudiences,omitempty"`
 	// Metrics asks for Spark's own metrics in Prometheus format.
 	Metrics Metrics `json:"metrics,omitempty"`
 	// UI asks for a Service in front of every driver's Spark UI.

@@ -23,6 +23,13 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
 		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
 		{"not a mapping", "- a\n- b", "must be a mapping"},
+		{"executor on the driver account", "driver:\n  defaults: {serviceAccountName: spark-driver}\nspark:\n  enforced:\n    spark.kubernetes.authenticate.executor.serviceAccountName: spark-driver",
+			`spark.enforced.spark.kubernetes.authenticate.executor.serviceAccountName: "spark-driver" is a driver ServiceAccount of this policy`},
+		{"driver key lent to executors", "namespaces:\n  etl:\n    driver:\n      enforced: {serviceAccountName: etl-driver}\n    spark:\n      defaults:\n        spark.kubernetes.authenticate.driver.serviceAccountName: etl-driver",
+			`namespaces.etl.spark.defaults.spark.kubernetes.authenticate.driver.serviceAccountName: "etl-driver" is a driver ServiceAccount`},
+		{"hostPath over the kubelet's pods", "executor:\n  defaults:\n    allowHostPath: true\n    volumes:\n    - {name: k, hostPath: {path: /var/lib/kubelet}}",
+			`executor.defaults.volumes[0].hostPath.path: "/var/lib/kubelet" holds the kubelet's pod directory /var/lib/kubelet/pods`},
+		{"empty audience", "apiServerAudiences: ['https://kubernetes.default.svc', '']", "apiServerAudiences[1]: empty"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -31,6 +38,38 @@ func TestParseErrorsNameTheField(t *testing.T) {
 				t.Errorf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestCredentialAudience: a projection without an audience is always a
+// credential; named ones are when the policy (or, unset, the default)
+// lists them; the policy's list replaces the default.
+func TestCredentialAudience(t *testing.T) {
+	def := Default("dev").For("x")
+	listed, err := Parse([]byte("apiServerAudiences: [https://oidc.example.com]"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := listed.For("x")
+	for _, tc := range []struct {
+		e        *Effective
+		audience string
+		want     bool
+	}{
+		{def, "", true},
+		{def, "https://kubernetes.default.svc", true},
+		{def, "https://kubernetes.default.svc.cluster.local", true},
+		{def, "istio-ca", false},
+		{def, "sts.amazonaws.com", false},
+		{def, "vault", false},
+		{own, "", true},
+		{own, "https://oidc.example.com", true},
+		{own, "https://kubernetes.default.svc", false},
+		{own, "istio-ca", false},
+	} {
+		if got := tc.e.CredentialAudience(tc.audience); got != tc.want {
+			t.Errorf("audiences %v: CredentialAudience(%q) = %v, want %v", tc.e.APIServerAudiences, tc.audience, got, tc.want)
+		}
 	}
 }
 

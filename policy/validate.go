@@ -39,6 +39,11 @@ func (p *Policy) Validate() error {
 	v.images("allowedImages", p.AllowedImages)
 	v.sidecar("sidecar", p.Sidecar)
 	v.tokenContainers("tokenContainers", p.TokenContainers)
+	for i, a := range p.APIServerAudiences {
+		if strings.TrimSpace(a) == "" {
+			v.add(fmt.Sprintf("apiServerAudiences[%d]", i), "empty: a projection without an audience is always the API server's; list only named audiences")
+		}
+	}
 	v.mesh("mesh", p.Mesh)
 	v.uiIngress("ui.ingress", p.UI.Ingress)
 	v.scheduling("scheduling", p.Scheduling, schedulerNames(p.Driver, p.Executor))
@@ -84,10 +89,37 @@ func (p *Policy) Validate() error {
 			}
 		}
 	}
+	v.lentAccounts(p)
 	if len(v.errs) == 0 {
 		return nil
 	}
 	return &Error{Problems: v.errs}
+}
+
+// lentAccounts refuses Spark keys that would run executors as a driver
+// ServiceAccount of the policy: Spark gives executors
+// spark.kubernetes.authenticate.executor.serviceAccountName, else
+// spark.kubernetes.authenticate.driver.serviceAccountName.
+func (v *validator) lentAccounts(p *Policy) {
+	drivers := []string{p.Driver.Defaults.ServiceAccountName, p.Driver.Enforced.ServiceAccountName}
+	sections := map[string]SparkConf{"spark": p.Spark}
+	for n, ns := range p.Namespaces {
+		drivers = append(drivers, ns.Driver.Defaults.ServiceAccountName, ns.Driver.Enforced.ServiceAccountName)
+		sections["namespaces."+n+".spark"] = ns.Spark
+	}
+	for _, at := range slices.Sorted(maps.Keys(sections)) {
+		for _, layer := range []struct {
+			name string
+			conf map[string]string
+		}{{"defaults", sections[at].Defaults}, {"enforced", sections[at].Enforced}} {
+			for _, k := range []string{"spark.kubernetes.authenticate.executor.serviceAccountName", "spark.kubernetes.authenticate.driver.serviceAccountName"} {
+				if sa := layer.conf[k]; sa != "" && slices.Contains(drivers, sa) {
+					v.add(at+"."+layer.name+"."+k, "%q is a driver ServiceAccount of this policy, and executors would run as it "+
+						"(Spark gives them this key's account); name another ServiceAccount, or remove the key", sa)
+				}
+			}
+		}
+	}
 }
 
 type validator struct{ errs []string }
@@ -146,6 +178,12 @@ func (v *validator) pod(at string, s PodSettings, executor bool) {
 		vols[vol.Name] = true
 		if strings.HasPrefix(vol.Name, "sparklet-") || strings.HasPrefix(vol.Name, "spark-local-dir-") {
 			v.add(field, "%q: names starting with sparklet- or spark-local-dir- belong to sparklet", vol.Name)
+		}
+		if vol.HostPath != nil {
+			if what := HostPathReaches(vol.HostPath.Path); what != "" {
+				v.add(fmt.Sprintf("%s.volumes[%d].hostPath.path", at, i), "%q %s, from which a container could read the service-account "+
+					"tokens of the node's pods, the driver sidecar's among them; mount a narrower host directory", vol.HostPath.Path, what)
+			}
 		}
 	}
 	for i, m := range s.VolumeMounts {

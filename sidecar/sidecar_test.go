@@ -48,7 +48,7 @@ func driver() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: testNS, UID: "driver-uid",
 			Labels: map[string]string{patches.LabelRole: "driver", patches.LabelAppID: testApp}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
+		Spec: corev1.PodSpec{ServiceAccountName: "spark-driver", Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
 	}
 }
 
@@ -453,4 +453,69 @@ func newTestSidecar(tb testing.TB, policyYAML string) *Sidecar {
 	log := logrus.New()
 	log.SetOutput(io.Discard)
 	return New(cfg, log.WithField("component", "sidecar"))
+}
+
+// TestExecutorNeverRunsAsTheDriverAccount: whatever names the driver's
+// ServiceAccount for an executor (the pod template's serviceAccountName
+// or serviceAccount, Spark's fallback to the driver's account, the
+// namespace's default when that is the driver's), the sidecar refuses the
+// executor before it reaches the API server.
+func TestExecutorNeverRunsAsTheDriverAccount(t *testing.T) {
+	h := start(t, "")
+	for name, mod := range map[string]func(*corev1.Pod){
+		"serviceAccountName": func(p *corev1.Pod) { p.Spec.ServiceAccountName = "spark-driver" },
+		"serviceAccount":     func(p *corev1.Pod) { p.Spec.DeprecatedServiceAccount = "spark-driver" },
+	} {
+		bad := executor(1)
+		mod(bad)
+		code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", bad)
+		if code != 403 || !strings.Contains(string(body), `would run as the driver's ServiceAccount \"spark-driver\"`) {
+			t.Errorf("%s: %d %s", name, code, body)
+		}
+	}
+	if n := h.actions("create", "pods"); n != 0 {
+		t.Errorf("executors on the driver's account reached the API server: %d creates", n)
+	}
+	ok := executor(2)
+	ok.Spec.ServiceAccountName = "spark-executor"
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", ok); code != 201 {
+		t.Errorf("executor on its own account: %d %s", code, body)
+	}
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(3)); code != 201 {
+		t.Errorf("executor on the namespace's default: %d %s", code, body)
+	}
+
+	// A driver that runs as default lends it to every executor that names
+	// no account of its own.
+	drv := driver()
+	drv.Spec.ServiceAccountName = "default"
+	h = startWith(t, "", drv)
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(1)); code != 403 ||
+		!strings.Contains(string(body), `would run as the driver's ServiceAccount \"default\"`) {
+		t.Errorf("default account shared with the driver: %d %s", code, body)
+	}
+	if n := h.actions("create", "pods"); n != 0 {
+		t.Errorf("an executor on the driver's default account reached the API server: %d creates", n)
+	}
+}
+
+// TestExecutorNodeNameUnderBatchScheduler: an executor pod that names its
+// node would skip the driver's batch scheduler; the sidecar refuses it
+// before the API server sees it.
+func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
+	drv := driver()
+	drv.Annotations = map[string]string{patches.AnnotationScheduling: `{"scheduler":"kueue","queue":"lq"}`}
+	h := startWith(t, "", drv)
+	bad := executor(1)
+	bad.Spec.NodeName = "worker-7"
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", bad); code != 403 ||
+		!strings.Contains(string(body), `spec.nodeName \"worker-7\"`) {
+		t.Errorf("executor with nodeName: %d %s", code, body)
+	}
+	if n := h.actions("create", "pods"); n != 0 {
+		t.Errorf("an executor with nodeName reached the API server: %d creates", n)
+	}
+	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(2)); code != 201 {
+		t.Errorf("executor without nodeName: %d %s", code, body)
+	}
 }

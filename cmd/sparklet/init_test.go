@@ -93,7 +93,7 @@ func TestInitRunsUnderTheInjectedPolicy(t *testing.T) {
 		_, _ = w.Write(jar)
 	}))
 	t.Cleanup(srv.Close)
-	policyYAML := fmt.Sprintf("fetch:\n  allowedURLPrefixes: [%q]\n  requireSHA256: true\n  maxSize: 1Ki\n", srv.URL+"/libs/")
+	policyYAML := fmt.Sprintf("driver: {defaults: {serviceAccountName: spark-driver}}\nfetch:\n  allowedURLPrefixes: [%q]\n  requireSHA256: true\n  maxSize: 1Ki\n", srv.URL+"/libs/")
 	annotation := fmt.Sprintf("- url: %s/libs/a.jar\n  sha256: %q\n", srv.URL, pinned)
 	r := newInitRun(t, injectedInit(t, policyYAML, annotation))
 

@@ -189,9 +189,9 @@ func TestInjectWithoutAClusterSaysHowToWorkOffline(t *testing.T) {
 func TestInjectReportsScheduling(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ policy, want string }{
-		{"scheduling: {batchScheduler: yunikorn, queue: root.sparklet}\n",
+		{"driver: {defaults: {serviceAccountName: spark-driver}}\nscheduling: {batchScheduler: yunikorn, queue: root.sparklet}\n",
 			"pod/pi: scheduling: yunikorn in queue root.sparklet: a gang of the driver (cpu 50m, memory 64Mi) and 2 executors (cpu 1, memory 1408Mi each)"},
-		{"scheduling: {batchScheduler: kueue, queue: team-a}\n",
+		{"driver: {defaults: {serviceAccountName: spark-driver}}\nscheduling: {batchScheduler: kueue, queue: team-a}\n",
 			"pod/pi: scheduling: kueue, LocalQueue team-a: the driver (cpu 50m, memory 64Mi) and each executor (cpu 1, memory 1408Mi) are admitted one by one; 2 executors at start"},
 	}
 	for i, tc := range cases {

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 
+	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
 )
 
@@ -29,53 +30,72 @@ spec:
     hostPath: {path: /tmp}
 `
 
+// driverAccountTemplate is an executor pod template that names the driver's
+// ServiceAccount, which Spark keeps over its own keys
+// (ExecutorKubernetesCredentialsFeatureStep): the webhook cannot read it,
+// so the sidecar refuses every such executor.
+const driverAccountTemplate = `apiVersion: v1
+kind: Pod
+spec:
+  serviceAccountName: spark-driver
+`
+
 // TestExecutorRefused runs a driver whose executors the policy refuses at
 // runtime: the JVM gets the reason in its log, and its retries, one a
 // second, fold into one Event on the driver pod.
 func TestExecutorRefused(t *testing.T) {
-	for _, d := range failureDists(t) {
-		t.Run(d.Version, func(t *testing.T) {
-			ns := namespace(t)
-			execs := trackExecutors(t, ns)
-			job := sleepy{tasks: 2, sleepMS: 100, files: map[string]string{"executor-template.yaml": hostPathTemplate},
-				conf: fixedConf + "spark.kubernetes.executor.podTemplateFile /opt/job/executor-template.yaml\n"}
-			job.start(t, ns, d)
-			waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-
-			const why = `mounts hostPath volume "node-scratch" (/tmp); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true`
-			waitFor(t, ns, "three executors refused in the driver's log", 3*time.Minute, func() bool {
-				return len(refusedExecutors(log(ns, sleepyDriver, "spark"))) >= 3
-			})
-			if !strings.Contains(log(ns, sleepyDriver, "spark"), why) {
-				t.Errorf("the driver's log does not say why: %q", why)
-			}
-			// One Event, whose count grows as the retries go on.
-			var events []corev1.Event
-			waitFor(t, ns, "the ExecutorRefused Event counting the retries", time.Minute, func() bool {
-				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-				defer cancel()
-				list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
-					"involvedObject.name": sleepyDriver, "reason": "ExecutorRefused"}.String()})
-				if err != nil {
-					return false
-				}
-				events = list.Items
-				return len(events) > 1 || len(events) == 1 && events[0].Count > 1
-			})
-			refusals := len(refusedExecutors(log(ns, sleepyDriver, "spark")))
-			if len(events) != 1 {
-				t.Fatalf("%d ExecutorRefused Events on the driver pod, want 1", len(events))
-			}
-			if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, why) || int(ev.Count) > refusals {
-				t.Errorf("event %s count %d %q, want a Warning that says %q and counts at most the %d refusals", ev.Type, ev.Count, ev.Message, why, refusals)
-			}
-			if _, _, seen, _ := execs.counts(); seen != 0 {
-				t.Errorf("%d refused executor pods reached the API server", seen)
-			}
-			t.Logf("Spark %s: %d executors refused, one Event with count %d", d.Version, refusals, events[0].Count)
-			deleteDriver(t, ns)
-		})
+	for _, tc := range []struct{ name, template, why string }{
+		{"hostPath", hostPathTemplate,
+			`mounts hostPath volume "node-scratch" (/tmp); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true`},
+		{"driver-account", driverAccountTemplate, `would run as the driver's ServiceAccount "spark-driver", whose token may create pods`},
+	} {
+		for _, d := range failureDists(t) {
+			t.Run(tc.name+"/"+d.Version, func(t *testing.T) { executorRefused(t, d, tc.template, tc.why) })
+		}
 	}
+}
+
+// executorRefused runs Spark d with the executor pod template and checks
+// that every executor is refused, saying why.
+func executorRefused(t *testing.T, d spark.Dist, template, why string) {
+	ns := namespace(t)
+	execs := trackExecutors(t, ns)
+	job := sleepy{tasks: 2, sleepMS: 100, files: map[string]string{"executor-template.yaml": template},
+		conf: fixedConf + "spark.kubernetes.executor.podTemplateFile /opt/job/executor-template.yaml\n"}
+	job.start(t, ns, d)
+	waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
+
+	waitFor(t, ns, "three executors refused in the driver's log", 3*time.Minute, func() bool {
+		return len(refusedExecutors(log(ns, sleepyDriver, "spark"))) >= 3
+	})
+	if !strings.Contains(log(ns, sleepyDriver, "spark"), why) {
+		t.Errorf("the driver's log does not say why: %q", why)
+	}
+	// One Event, whose count grows as the retries go on.
+	var events []corev1.Event
+	waitFor(t, ns, "the ExecutorRefused Event counting the retries", time.Minute, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			"involvedObject.name": sleepyDriver, "reason": "ExecutorRefused"}.String()})
+		if err != nil {
+			return false
+		}
+		events = list.Items
+		return len(events) > 1 || len(events) == 1 && events[0].Count > 1
+	})
+	refusals := len(refusedExecutors(log(ns, sleepyDriver, "spark")))
+	if len(events) != 1 {
+		t.Fatalf("%d ExecutorRefused Events on the driver pod, want 1", len(events))
+	}
+	if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, why) || int(ev.Count) > refusals {
+		t.Errorf("event %s count %d %q, want a Warning that says %q and counts at most the %d refusals", ev.Type, ev.Count, ev.Message, why, refusals)
+	}
+	if _, _, seen, _ := execs.counts(); seen != 0 {
+		t.Errorf("%d refused executor pods reached the API server", seen)
+	}
+	t.Logf("Spark %s: %d executors refused, one Event with count %d", d.Version, refusals, events[0].Count)
+	deleteDriver(t, ns)
 }
 
 var refusedLine = regexp.MustCompile(`pods "([^"]+)" is forbidden: sparklet policy: `)

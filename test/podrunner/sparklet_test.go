@@ -56,12 +56,18 @@ echo "api=$(curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/api/v1/n
 	}
 }
 
-// sidecarRBAC lets the default service account do what the chart's driver
-// role grants the sidecar.
+// sidecarRBAC creates the built-in policy's driver service account, as
+// the chart does, and lets it do what the chart's driver role grants the
+// sidecar.
 func sidecarRBAC(t *testing.T) {
 	ctx := e2e(t)
+	_, err := client.CoreV1().ServiceAccounts(namespace).Create(ctx, &corev1.ServiceAccount{
+		ObjectMeta: metav1.ObjectMeta{Name: policy.DefaultDriverServiceAccount}}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
 	all := []string{"get", "list", "watch", "create", "delete", "deletecollection", "patch"}
-	_, err := client.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
+	_, err = client.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "persistentvolumeclaims"}, Verbs: all},
 		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "delete", "deletecollection"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
@@ -71,7 +77,7 @@ func sidecarRBAC(t *testing.T) {
 	}
 	_, err = client.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"},
 		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "sparklet-driver"},
-		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "default", Namespace: namespace}}}, metav1.CreateOptions{})
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: policy.DefaultDriverServiceAccount, Namespace: namespace}}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}
