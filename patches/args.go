@@ -102,6 +102,18 @@ func (s confSource) check(p *plan) error {
 	return nil
 }
 
+// warnForeign warns of the keys that do not start with "spark.": they are
+// kept in the effective conf, but spark-submit drops them with a warning
+// (SparkSubmitArguments.ignoreNonSparkProperties, 3.5.x to 4.x).
+func (s confSource) warnForeign(p *plan) {
+	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
+		if !strings.HasPrefix(k, "spark.") && !s.policy {
+			p.warn(fmt.Sprintf("%s sets %s, which Spark ignores: it reads only keys that start with \"spark.\" "+
+				"(for Hadoop and Hive, spark.hadoop.%s); kept in the effective conf", s.setter(k), k, k))
+		}
+	}
+}
+
 // unsafeText says what makes a Spark property unsafe to write: a line
 // break or NUL in its key or value (a second line would be a property of
 // its own), or text that is not UTF-8 (Spark reads the file as UTF-8).

@@ -35,6 +35,7 @@ var (
 		{"allocator", refuseControllerAllocator},
 		{"limits", checkLimits},
 		{"images", checkImages},
+		{"executors", checkExecutors},
 		{"fetch", planFetch},
 		{"image conf", planImageConf},
 		{"app id", pickAppID},

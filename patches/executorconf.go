@@ -40,12 +40,17 @@ var executorPrefixKeys = []struct {
 	}},
 }
 
-// executorMemoryKeys are the keys ExecutorMemoryOf reads.
-var executorMemoryKeys = []string{
-	"spark.executor.memory", "spark.executor.memoryOverhead", "spark.executor.memoryOverheadFactor",
-	"spark.kubernetes.memoryOverheadFactor", "spark.executor.minMemoryOverhead", "spark.memory.offHeap.enabled",
-	"spark.memory.offHeap.size", "spark.executor.pyspark.memory", "spark.kubernetes.resource.type",
-}
+// executorMemoryKeys are the keys ExecutorMemoryOf reads, with the older
+// keys Spark reads in their place.
+var executorMemoryKeys = func() []string {
+	var keys []string
+	for _, k := range executorKeys {
+		if k.shapes == shapesMemory {
+			keys = append(append(keys, k.key), k.alternates...)
+		}
+	}
+	return keys
+}()
 
 // enforcedOnExecutors tells whether the sidecar enforces an enforced Spark
 // key on executor pods.

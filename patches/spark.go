@@ -46,6 +46,7 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		if err := src.check(p); err != nil {
 			return err
 		}
+		src.warnForeign(p)
 	}
 
 	conf := map[string]string{
