@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches/submitargs"
+	"github.com/sparklet/sparklet/policy"
 )
 
 // containerEnv is a container's environment as the kubelet will set it,
@@ -22,12 +23,20 @@ type containerEnv struct {
 	envFrom bool
 }
 
-// envOf resolves c's env in order, as the kubelet does
-// (kubelet_pods.go makeEnvironmentVariables): envFrom first, then each env
-// entry, whose $(NAME) references see the entries before it.
-func envOf(c *corev1.Container) containerEnv {
+// envOf resolves c's env, with the driver policy's env as the policy step
+// will set it, in order, as the kubelet does (kubelet_pods.go
+// makeEnvironmentVariables): envFrom first, then each env entry, whose
+// $(NAME) references see the entries before it.
+func envOf(c *corev1.Container, rules policy.PodRules) containerEnv {
+	list := slices.Clone(c.Env)
+	for _, v := range rules.Defaults.Env {
+		list = upsert(list, v, envName, false)
+	}
+	for _, v := range rules.Enforced.Env {
+		list = upsert(list, v, envName, true)
+	}
 	e := containerEnv{known: map[string]string{}, unknown: map[string]string{}, envFrom: len(c.EnvFrom) > 0}
-	for _, v := range c.Env {
+	for _, v := range list {
 		delete(e.known, v.Name)
 		delete(e.unknown, v.Name)
 		if v.ValueFrom != nil {

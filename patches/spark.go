@@ -27,7 +27,7 @@ func findSparkContainer(pod *corev1.Pod, p *plan) error {
 // enforced values. It refuses what the pod may not set.
 func layerConf(pod *corev1.Pod, p *plan) error {
 	c := p.container(pod)
-	env := envOf(c)
+	env := envOf(c, p.pol.Driver)
 	args, cmd, err := readArgs(c, env, p)
 	if err != nil {
 		return err
