@@ -21,6 +21,10 @@ const (
 
 func volumeField(name string) string { return "spec.volumes[" + name + "]" }
 
+// keyPodTemplate names the executor pod template file, which Spark reads
+// in the JVM (KubernetesUtils.loadPodFromTemplate).
+const keyPodTemplate = "spark.kubernetes.executor.podTemplateFile"
+
 // admissionAppID labels the executor admission judges; any value works, as
 // it only has to match the ExecutorInput's.
 const admissionAppID = "spark-admission"
@@ -31,6 +35,10 @@ const admissionAppID = "spark-admission"
 // refuses would wait for executors forever, so it is refused here, naming
 // the Spark keys that shape the field at fault.
 func checkExecutors(_ *corev1.Pod, p *plan) error {
+	if f, ok := p.conf[keyPodTemplate]; ok {
+		p.warn(fmt.Sprintf("%s=%s: the JVM reads the executor pod template when it builds each executor, so what it sets was "+
+			"not checked at admission; the sidecar judges every executor at run time", keyPodTemplate, f))
+	}
 	ex, err := executorOf(p.conf)
 	if err != nil {
 		return &Refused{Reason: "bad-spark-conf", Message: err.Error()}
