@@ -12,7 +12,7 @@ import (
 
 // SubmitEnv maps the environment variables spark-submit falls back to when
 // no option or property sets the key (SparkSubmitArguments.loadEnvironmentArguments,
-// core/src/main/scala/org/apache/spark/deploy/, 3.5.9, 4.0.1 and 4.1.0).
+// core/src/main/scala/org/apache/spark/deploy/, 3.5.9, 4.0.1, 4.1.0, 4.2.0).
 // SPARK_YARN_APP_NAME counts only on YARN and is left out.
 var SubmitEnv = map[string]string{
 	"MASTER":                "spark.master",
@@ -70,7 +70,7 @@ func isSpace(c byte) bool {
 }
 
 // SplitOptions splits an option string as Spark's launcher does
-// (CommandBuilderUtils.parseOptionString, launcher 3.5.9, 4.0.1, 4.1.0):
+// (CommandBuilderUtils.parseOptionString, launcher 3.5.9 to 4.2.0):
 // white space separates options; '...' is literal; "..." is literal but
 // for a backslash, which takes the next character as it is, as it does
 // outside quotes. An unclosed quote or a trailing backslash is an error,
