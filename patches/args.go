@@ -26,12 +26,12 @@ type argConf struct {
 // warns when the command line cannot be read.
 func readArgs(c *corev1.Container, env containerEnv, p *plan) (argConf, submitargs.Command, error) {
 	command, args, unknown := env.expandCommand(c)
-	if len(unknown) > 0 {
+	cmd, err := submitargs.Read(command, args)
+	if len(unknown) > 0 && (err != nil || readsUnknown(cmd)) {
 		p.warn(fmt.Sprintf("container %q: its command line refers to %s, whose value is not known at admission; "+
 			"Spark options in it were not checked (the sidecar enforces the executor policy at run time)", c.Name, refs(unknown)))
 		return argConf{conf: map[string]string{}, from: map[string]string{}}, submitargs.Command{}, nil
 	}
-	cmd, err := submitargs.Read(command, args)
 	if err != nil {
 		return argConf{}, cmd, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
 			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}

@@ -77,24 +77,47 @@ func (e containerEnv) lookup(name string) (value string, defined, known bool) {
 	return "", unknown || e.envFrom, false
 }
 
-// expandCommand is c's command and args as the kubelet runs them, and the
-// names referred to whose value admission does not know.
+// unknownMark stands in the expanded command line for a reference whose
+// value admission does not know.
+const unknownMark = "\x00"
+
+// expandCommand is c's command and args as the kubelet runs them, with
+// unknownMark around each reference whose value admission does not know,
+// and the names of those.
 func (e containerEnv) expandCommand(c *corev1.Container) (command, args, unknown []string) {
+	lookup := func(name string) (string, bool, bool) {
+		v, defined, known := e.lookup(name)
+		if defined && !known {
+			unknown = append(unknown, name)
+			return unknownMark + "$(" + name + ")" + unknownMark, true, true
+		}
+		return v, defined, known
+	}
 	expand := func(words []string) []string {
 		if words == nil {
 			return nil
 		}
 		out := make([]string, len(words))
 		for i, w := range words {
-			var refs []string
-			out[i], refs = submitargs.Expand(w, e.lookup)
-			unknown = append(unknown, refs...)
+			out[i], _ = submitargs.Expand(w, lookup)
 		}
 		return out
 	}
 	command, args = expand(c.Command), expand(c.Args)
 	slices.Sort(unknown)
 	return command, args, slices.Compact(unknown)
+}
+
+// readsUnknown tells whether what spark-submit reads of cmd (its options
+// and primary resource, or why it was not read) holds a value admission
+// does not know; the application's own arguments do not count.
+func readsUnknown(cmd submitargs.Command) bool {
+	if strings.Contains(cmd.Unchecked+cmd.Submit.Resource, unknownMark) {
+		return true
+	}
+	return slices.ContainsFunc(cmd.Submit.Options, func(o submitargs.Option) bool {
+		return strings.Contains(o.Name+o.Value, unknownMark)
+	})
 }
 
 func refs(names []string) string { return "$(" + strings.Join(names, "), $(") + ")" }
