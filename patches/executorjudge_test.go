@@ -127,3 +127,26 @@ func TestForeignKeysReadBack(t *testing.T) {
 		t.Errorf("executor memory = %s, want 3Gi (the driver's 2g heap + the enforced 1g overhead)", got)
 	}
 }
+
+// TestSparkValue: keys are read as Spark of the image's line reads them.
+func TestSparkValue(t *testing.T) {
+	conf := map[string]string{
+		"spark.yarn.executor.memoryOverhead": "2g", "spark.unsafe.offHeap": "true", "spark.memory.offHeap.enabled": "false",
+		keyMinOverhead: "1g", keyImage: "apache/spark:3.5.4",
+	}
+	for _, tc := range []struct {
+		key, image, want, from string
+	}{
+		{keyMemoryOverhead, "apache/spark:4.0.1", "2g", "spark.yarn.executor.memoryOverhead"},
+		{keyOffHeapEnabled, "apache/spark:4.0.1", "false", keyOffHeapEnabled},
+		{keyMinOverhead, "apache/spark:3.5.4", "", ""},
+		{keyMinOverhead, "apache/spark:v4.0.1-python3", "1g", keyMinOverhead},
+		{keyMinOverhead, "example.com/spark:latest", "1g", keyMinOverhead},
+		{keyExecutorImage, "", "apache/spark:3.5.4", keyImage},
+	} {
+		v, from, ok := sparkValue(conf, tc.key, lineOfImage(tc.image))
+		if v != tc.want || from != tc.from || ok != (tc.from != "") {
+			t.Errorf("sparkValue(%s) on %s = %q from %q (%v), want %q from %q", tc.key, tc.image, v, from, ok, tc.want, tc.from)
+		}
+	}
+}

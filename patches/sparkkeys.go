@@ -38,7 +38,7 @@ type sparkKey struct {
 	key        string
 	alternates []string  // read, in this order, when key is unset
 	since      sparkLine // the first line that reads key; zero for all
-	shapes     string    // what it sets in the executor pod, for messages
+	shapes     string    // what it sets in the executor pod
 }
 
 // sparkLine is a Spark release line such as 3.5.
@@ -50,8 +50,6 @@ var newestLine = sparkLine{4, 3}
 func (l sparkLine) atLeast(o sparkLine) bool {
 	return l.major > o.major || l.major == o.major && l.minor >= o.minor
 }
-
-func (l sparkLine) String() string { return strconv.Itoa(l.major) + "." + strconv.Itoa(l.minor) }
 
 // lineOfImage tells the Spark line from an image tag such as
 // apache/spark:3.5.4 or :v4.0.1-python3; other tags are the newest line.
@@ -86,26 +84,26 @@ func lineOf(spark3 bool) sparkLine {
 }
 
 const (
-	keyExecutorCores    = "spark.executor.cores"
-	keyRequestCores     = "spark.kubernetes.executor.request.cores"
-	keyLimitCores       = "spark.kubernetes.executor.limit.cores"
-	keyExecutorMemory   = "spark.executor.memory"
-	keyMemoryOverhead   = "spark.executor.memoryOverhead"
-	keyOverheadFactor   = "spark.executor.memoryOverheadFactor"
-	keyK8sFactor        = "spark.kubernetes.memoryOverheadFactor"
-	keyMinOverhead      = "spark.executor.minMemoryOverhead"
-	keyOffHeapEnabled   = "spark.memory.offHeap.enabled"
-	keyOffHeapSize      = "spark.memory.offHeap.size"
-	keyPySparkMemory    = "spark.executor.pyspark.memory"
-	keyResourceType     = "spark.kubernetes.resource.type"
-	keyImage            = "spark.kubernetes.container.image"
-	keyExecutorImage    = "spark.kubernetes.executor.container.image"
-	prefixExecutorVols  = "spark.kubernetes.executor.volumes."
-	shapesCPURequest    = "resources.requests.cpu"
-	shapesCPULimit      = "resources.limits.cpu"
-	shapesMemory        = "resources.requests.memory and resources.limits.memory"
-	shapesImage         = "the container image"
-	shapesExecutorVolum = "spec.volumes"
+	keyExecutorCores   = "spark.executor.cores"
+	keyRequestCores    = "spark.kubernetes.executor.request.cores"
+	keyLimitCores      = "spark.kubernetes.executor.limit.cores"
+	keyExecutorMemory  = "spark.executor.memory"
+	keyMemoryOverhead  = "spark.executor.memoryOverhead"
+	keyOverheadFactor  = "spark.executor.memoryOverheadFactor"
+	keyK8sFactor       = "spark.kubernetes.memoryOverheadFactor"
+	keyMinOverhead     = "spark.executor.minMemoryOverhead"
+	keyOffHeapEnabled  = "spark.memory.offHeap.enabled"
+	keyOffHeapSize     = "spark.memory.offHeap.size"
+	keyPySparkMemory   = "spark.executor.pyspark.memory"
+	keyResourceType    = "spark.kubernetes.resource.type"
+	keyImage           = "spark.kubernetes.container.image"
+	keyExecutorImage   = "spark.kubernetes.executor.container.image"
+	prefixExecutorVols = "spark.kubernetes.executor.volumes."
+	shapesCPURequest   = "resources.requests.cpu"
+	shapesCPULimit     = "resources.limits.cpu"
+	shapesMemory       = "resources.requests.memory and resources.limits.memory"
+	shapesImage        = "the container image"
+	shapesVolumes      = "spec.volumes"
 )
 
 // executorKeys is the table.
@@ -123,7 +121,7 @@ var executorKeys = []sparkKey{
 	{key: keyPySparkMemory, shapes: shapesMemory},
 	{key: keyResourceType, shapes: shapesMemory},
 	{key: keyExecutorImage, alternates: []string{keyImage}, shapes: shapesImage},
-	{key: prefixExecutorVols, shapes: shapesExecutorVolum},
+	{key: prefixExecutorVols, shapes: shapesVolumes},
 }
 
 // tableKey finds key's entry.
@@ -153,20 +151,4 @@ func sparkValue(conf map[string]string, key string, l sparkLine) (value, from st
 		}
 	}
 	return "", "", false
-}
-
-// readsExecutorKey tells whether key, or an alternate of a key, shapes
-// executor pods through the table.
-func readsExecutorKey(key string) bool {
-	for _, k := range executorKeys {
-		if key == k.key || strings.HasSuffix(k.key, ".") && strings.HasPrefix(key, k.key) {
-			return true
-		}
-		for _, alt := range k.alternates {
-			if key == alt {
-				return true
-			}
-		}
-	}
-	return false
 }
