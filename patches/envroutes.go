@@ -245,9 +245,10 @@ func warnShellEnv(c *corev1.Container, env containerEnv, cmd submitargs.Command,
 		if !known {
 			v = "a file named at run time"
 		}
+		// Kept short: the API server may truncate a warning over 256
+		// characters.
 		p.warn(fmt.Sprintf("container %q env %s: the shell sources %s before Spark starts, and what it sets was not checked "+
-			"(the sidecar enforces the executor policy at run time); remove it, or put the settings in the %s annotation",
-			c.Name, name, v, AnnotationSparkConf))
+			"(the sidecar enforces the executor policy at run time)", c.Name, name, v))
 	}
 }
 
