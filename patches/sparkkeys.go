@@ -12,9 +12,10 @@ import (
 // so both judge an executor from the same values Spark builds it from.
 //
 // Sources, each checked in Spark 3.5 (core 3.5.9, kubernetes 3.5.5), 4.0
-// (4.0.1), 4.1 (4.1.0) and 4.2 (core 4.2.0); e2e/realspark's
-// TestAlternateKeysSizeExecutors checks the memory keys on 3.5.9 and
-// 4.3.0 against the executor pods the JVM asks for:
+// (4.0.1), 4.1 (4.1.0) and 4.2 (core 4.2.0), and the keys and alternates
+// found in the 4.3.0 jars' SparkConf$, package$ and k8s Config$ classes;
+// e2e/realspark's TestAlternateKeysSizeExecutors checks the memory keys on
+// 3.5.9 and 4.3.0 against the executor pods the JVM asks for:
 //
 //   - core/src/main/scala/org/apache/spark/internal/config/package.scala:
 //     the executor keys; MEMORY_OFFHEAP_ENABLED.withAlternative("spark.unsafe.offHeap");
