@@ -56,6 +56,8 @@ func TestAlternateKeysSizeExecutors(t *testing.T) {
 					t.Errorf("executor %s memory request %s limit %s, want %s as admission computed it", p.Name, r.Requests.Memory(), r.Limits.Memory(), &want)
 				}
 			}
+			t.Logf("Spark %s: over the cap refused at admission; %d executor pod(s) of %s accepted, Pi %v", d.Version, len(pods), &want,
+				piValue(t, log(ns, "spark-pi", "spark")))
 			if strings.Contains(log(ns, "spark-pi", "spark"), "sparklet policy: ") {
 				t.Errorf("the sidecar refused an executor:\n%s", driverLogTail(ns, "spark-pi"))
 			}
