@@ -104,6 +104,7 @@ unit-test:
 # package's testdata/fuzz/ and then runs in go test as a seed.
 FUZZTIME ?= 10m
 FUZZ_TARGETS := ./patches/submitargs:FuzzRead ./patches/submitargs:FuzzParseSubmit ./patches/submitargs:FuzzSplitShell \
+	./patches/submitargs:FuzzSplitEnvOptions ./patches/submitargs:FuzzExpand ./patches:FuzzEnvRoutes \
 	./patches:FuzzParseSparkConf ./patches:FuzzSparkConfRoundTrip ./patches:FuzzDriverAnnotations \
 	./fetch/spec:FuzzParseAnnotation ./fetch/spec:FuzzAllowedURLStaysInside ./policy:FuzzParse ./sidecar:FuzzAPI
 fuzz:

@@ -21,13 +21,19 @@ type argConf struct {
 }
 
 // readArgs reads the Spark container's command line as spark-submit would
-// (patches/submitargs). It refuses what spark-submit would refuse and what
-// sparklet cannot deliver, and warns when the command line cannot be read.
-func readArgs(c *corev1.Container, p *plan) (argConf, error) {
-	out := argConf{conf: map[string]string{}, from: map[string]string{}}
-	cmd, err := submitargs.Read(c.Command, c.Args)
+// (patches/submitargs), after the kubelet's $(VAR) expansion. It refuses
+// what spark-submit would refuse and what sparklet cannot deliver, and
+// warns when the command line cannot be read.
+func readArgs(c *corev1.Container, env containerEnv, p *plan) (argConf, submitargs.Command, error) {
+	command, args, unknown := env.expandCommand(c)
+	cmd, err := submitargs.Read(command, args)
+	if len(unknown) > 0 && (err != nil || readsUnknown(cmd)) {
+		p.warn(fmt.Sprintf("container %q: its command line refers to %s, whose value is not known at admission; "+
+			"Spark options in it were not checked (the sidecar enforces the executor policy at run time)", c.Name, refs(unknown)))
+		return argConf{conf: map[string]string{}, from: map[string]string{}}, submitargs.Command{}, nil
+	}
 	if err != nil {
-		return out, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
+		return argConf{}, cmd, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
 			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}
 	}
 	if cmd.Unchecked != "" {
@@ -36,23 +42,31 @@ func readArgs(c *corev1.Container, p *plan) (argConf, error) {
 		p.warn(fmt.Sprintf("container %q: Spark options in its arguments were not checked: %s; put them in the %s annotation",
 			c.Name, cmd.Unchecked, AnnotationSparkConf))
 	}
-	if f, ok := cmd.Submit.Last("--properties-file"); ok {
+	out, err := readSubmit(fmt.Sprintf("container %q", c.Name), cmd.Submit, p)
+	return out, cmd, err
+}
+
+// readSubmit reads spark-submit's options, which what (a container's
+// command line, or PYSPARK_SUBMIT_ARGS) passes.
+func readSubmit(what string, s submitargs.Submit, p *plan) (argConf, error) {
+	out := argConf{conf: map[string]string{}, from: map[string]string{}}
+	if f, ok := s.Last("--properties-file"); ok {
 		return out, &Refused{Reason: "properties-file", Message: fmt.Sprintf(
-			"container %q passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
+			"%s passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
 				"delivers in spark-defaults.conf; move its properties into the %s annotation",
-			c.Name, f, AnnotationSparkConf)}
+			what, f, AnnotationSparkConf)}
 	}
-	if f, ok := cmd.Submit.Last("--extra-properties-file"); ok {
-		p.warn(fmt.Sprintf("container %q: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
-			c.Name, f, AnnotationSparkConf))
+	if f, ok := s.Last("--extra-properties-file"); ok {
+		p.warn(fmt.Sprintf("%s: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
+			what, f, AnnotationSparkConf))
 	}
-	settings, err := cmd.Submit.Conf()
+	settings, err := s.Conf()
 	if err != nil {
 		return out, &Refused{Reason: "bad-args", Message: fmt.Sprintf(
-			"container %q: %v; spark-submit would refuse it too, fix the command line", c.Name, err)}
+			"%s: %v; spark-submit would refuse it too, fix the command line", what, err)}
 	}
-	for _, s := range settings {
-		out.conf[s.Key], out.from[s.Key] = s.Value, s.From
+	for _, st := range settings {
+		out.conf[st.Key], out.from[st.Key] = st.Value, st.From
 	}
 	return out, nil
 }
@@ -100,6 +114,18 @@ func (s confSource) check(p *plan) error {
 		}
 	}
 	return nil
+}
+
+// warnForeign warns of the keys that do not start with "spark.": they are
+// kept in the effective conf, but spark-submit drops them with a warning
+// (SparkSubmitArguments.ignoreNonSparkProperties, 3.5.x to 4.x).
+func (s confSource) warnForeign(p *plan) {
+	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
+		if !strings.HasPrefix(k, "spark.") && !s.policy {
+			p.warn(fmt.Sprintf("%s sets %s, which Spark ignores: it reads only keys that start with \"spark.\" "+
+				"(for Hadoop and Hive, spark.hadoop.%s); kept in the effective conf", s.setter(k), k, k))
+		}
+	}
 }
 
 // unsafeText says what makes a Spark property unsafe to write: a line

@@ -12,9 +12,12 @@ import (
 // ParseSparkConf reads spark-defaults.conf text as Spark does, with the
 // grammar of java.util.Properties.load (see loadProperties): "key value",
 // "key=value" or "key: value", escapes, continuation lines, comments
-// starting with # or !. Every key must start with "spark.", and no key or
-// value may hold a line break or NUL (written escaped, they would still
-// be one in the conf). A later line wins. Errors name the line.
+// starting with # or !. No key or value may hold a line break or NUL
+// (written escaped, they would still be one in the conf). A later line
+// wins. Keys that do not start with "spark." (hive.*, Hadoop's) are read
+// like the others: spark-submit ignores them (ignoreNonSparkProperties),
+// but they are the user's, so they are carried and read back. Errors name
+// the line.
 func ParseSparkConf(text string) (map[string]string, error) {
 	props, err := loadProperties(text)
 	if err != nil {
@@ -22,9 +25,6 @@ func ParseSparkConf(text string) (map[string]string, error) {
 	}
 	conf := map[string]string{}
 	for _, p := range props {
-		if !strings.HasPrefix(p.key, "spark.") {
-			return nil, fmt.Errorf("line %d: %q is not a Spark property (they start with \"spark.\")", p.line, p.key)
-		}
 		if why := unsafeText(p.key, p.value); why != "" {
 			return nil, fmt.Errorf("line %d: %q %s; a Spark property is one line, so remove it", p.line, p.key, why)
 		}

@@ -121,7 +121,7 @@ func checkContainerLimits(c *corev1.Container, lim policy.ResourceLimit, role st
 			rl   corev1.ResourceList
 		}{{"requests", c.Resources.Requests}, {"limits", c.Resources.Limits}} {
 			if q, ok := list.rl[r.name]; ok && q.Cmp(*r.max) > 0 {
-				return &Refused{Reason: "over-limit", Message: fmt.Sprintf(
+				return &Refused{Reason: "over-limit", Field: "resources." + list.name + "." + string(r.name), Message: fmt.Sprintf(
 					"container %q resources.%s.%s=%s exceeds the policy limit limits.%s.%s=%s; lower it",
 					c.Name, list.name, r.name, q.String(), role, r.key, r.max)}
 			}

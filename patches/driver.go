@@ -38,6 +38,7 @@ var (
 		{"limits", checkLimits},
 		{"images", checkImages},
 		{"other containers", checkOtherContainers},
+		{"executors", checkExecutors},
 		{"fetch", planFetch},
 		{"image conf", planImageConf},
 		{"app id", pickAppID},

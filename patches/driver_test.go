@@ -200,7 +200,7 @@ func TestDriverRefusals(t *testing.T) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SPARK_CONF_DIR", Value: "conf"}}
 		})},
 		{"bad annotation", "bad-spark-conf", "line 1", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "executor.instances 5"}
+			p.Annotations = map[string]string{AnnotationSparkConf: "spark.a=\\u12"}
 		})},
 	}
 	for _, tc := range cases {

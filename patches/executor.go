@@ -16,6 +16,9 @@ type ExecutorInput struct {
 	Driver *corev1.Pod
 	// AppID is the application's spark-app-selector value.
 	AppID string
+	// Conf, when set, is the driver's effective Spark configuration, for
+	// a driver that does not carry it yet (admission).
+	Conf map[string]string
 }
 
 // executorContainerNames mark the executor's Spark container
@@ -48,7 +51,7 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 	applyCredentials(pod, c, pol.CredentialsFor("executor"))
 	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
 		r := err.(*Refused)
-		return &Refused{Reason: r.Reason, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}
+		return &Refused{Reason: r.Reason, Field: r.Field, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}
 	}
 	off := false
 	pod.Spec.AutomountServiceAccountToken = &off
@@ -62,6 +65,9 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 // driverConf is the driver's effective Spark configuration, as the webhook
 // recorded it; nil when unknown.
 func (in ExecutorInput) driverConf() map[string]string {
+	if in.Conf != nil {
+		return in.Conf
+	}
 	if in.Driver == nil {
 		return nil
 	}
@@ -100,7 +106,7 @@ func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
 	}
 	for _, v := range pod.Spec.Volumes {
 		if v.HostPath != nil && (allowHostPath == nil || !*allowHostPath) {
-			return &Refused{Reason: "host-path", Message: fmt.Sprintf(
+			return &Refused{Reason: "host-path", Field: volumeField(v.Name), Message: fmt.Sprintf(
 				"executor %q mounts hostPath volume %q (%s); the sparklet policy allows hostPath only with executor.defaults.allowHostPath: true",
 				pod.Name, v.Name, v.HostPath.Path)}
 		}

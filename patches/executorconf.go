@@ -40,12 +40,17 @@ var executorPrefixKeys = []struct {
 	}},
 }
 
-// executorMemoryKeys are the keys ExecutorMemoryOf reads.
-var executorMemoryKeys = []string{
-	"spark.executor.memory", "spark.executor.memoryOverhead", "spark.executor.memoryOverheadFactor",
-	"spark.kubernetes.memoryOverheadFactor", "spark.executor.minMemoryOverhead", "spark.memory.offHeap.enabled",
-	"spark.memory.offHeap.size", "spark.executor.pyspark.memory", "spark.kubernetes.resource.type",
-}
+// executorMemoryKeys are the keys ExecutorMemoryOf reads, with the older
+// keys Spark reads in their place.
+var executorMemoryKeys = func() []string {
+	var keys []string
+	for _, k := range executorKeys {
+		if k.shapes == shapesMemory {
+			keys = append(append(keys, k.key), k.alternates...)
+		}
+	}
+	return keys
+}()
 
 // enforcedOnExecutors tells whether the sidecar enforces an enforced Spark
 // key on executor pods.
@@ -77,7 +82,7 @@ func enforceExecutorConf(pod *corev1.Pod, c *corev1.Container, enforced, conf ma
 			}
 		}
 	}
-	if v, ok := first(enforced, "spark.kubernetes.executor.container.image", "spark.kubernetes.container.image"); ok {
+	if v, _, ok := sparkValue(enforced, keyExecutorImage, newestLine); ok {
 		c.Image = v
 	}
 	if v, ok := enforced["spark.kubernetes.container.image.pullPolicy"]; ok {
@@ -99,23 +104,23 @@ func enforceExecutorConf(pod *corev1.Pod, c *corev1.Container, enforced, conf ma
 // spark.executor.cores, unless spark.kubernetes.executor.request.cores
 // names the request; spark.kubernetes.executor.limit.cores is the limit.
 func enforceExecutorCores(c *corev1.Container, enforced, conf map[string]string) error {
-	cores, coresEnforced := enforced["spark.executor.cores"]
+	cores, coresEnforced := enforced[keyExecutorCores]
 	if coresEnforced {
 		c.Env = upsert(c.Env, corev1.EnvVar{Name: "SPARK_EXECUTOR_CORES", Value: cores}, envName, true)
 	}
-	request, ok := enforced["spark.kubernetes.executor.request.cores"]
+	request, ok := enforced[keyRequestCores]
 	if !ok && coresEnforced {
-		if _, own := conf["spark.kubernetes.executor.request.cores"]; !own {
+		if _, own := conf[keyRequestCores]; !own {
 			request, ok = cores, true
 		}
 	}
 	if ok {
-		if err := setQuantity(&c.Resources.Requests, corev1.ResourceCPU, request, "spark.kubernetes.executor.request.cores"); err != nil {
+		if err := setQuantity(&c.Resources.Requests, corev1.ResourceCPU, request, keyRequestCores); err != nil {
 			return err
 		}
 	}
-	if limit, ok := enforced["spark.kubernetes.executor.limit.cores"]; ok {
-		return setQuantity(&c.Resources.Limits, corev1.ResourceCPU, limit, "spark.kubernetes.executor.limit.cores")
+	if limit, ok := enforced[keyLimitCores]; ok {
+		return setQuantity(&c.Resources.Limits, corev1.ResourceCPU, limit, keyLimitCores)
 	}
 	return nil
 }

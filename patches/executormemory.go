@@ -45,75 +45,66 @@ const (
 //     mode, where sparklet runs drivers, neither happens unless the
 //     configuration sets them.
 //
-// spark3 selects the 3.x rules (no spark.executor.minMemoryOverhead).
-// Errors name the key at fault.
+// Every key is read through the table of Spark's keys (sparkValue), with
+// the older keys Spark reads in its place. spark3 selects the 3.x rules
+// (no spark.executor.minMemoryOverhead). Errors name the key at fault.
 func ExecutorMemoryOf(conf map[string]string, spark3 bool) (ExecutorMemory, error) {
+	line := lineOf(spark3)
 	var m ExecutorMemory
 	var err error
-	if m.Heap, err = confMiB(conf, "spark.executor.memory", defaultExecutorMemoryMiB); err != nil {
+	if m.Heap, err = confMiB(conf, keyExecutorMemory, line, defaultExecutorMemoryMiB); err != nil {
 		return m, err
 	}
 	factor := defaultOverheadFactor
-	for _, k := range []string{"spark.kubernetes.memoryOverheadFactor", "spark.executor.memoryOverheadFactor"} {
-		if v, ok := conf[k]; ok {
+	for _, k := range []string{keyK8sFactor, keyOverheadFactor} {
+		if v, from, ok := sparkValue(conf, k, line); ok {
 			f, perr := strconv.ParseFloat(strings.TrimSpace(v), 64)
 			if perr != nil || f <= 0 {
-				return m, fmt.Errorf("%s=%q is not a positive number such as 0.1", k, v)
+				return m, fmt.Errorf("%s=%q is not a positive number such as 0.1", from, v)
 			}
 			factor = f
 		}
 	}
-	minOverhead := int64(defaultMinOverheadMiB)
-	if !spark3 {
-		if minOverhead, err = confMiB(conf, "spark.executor.minMemoryOverhead", defaultMinOverheadMiB); err != nil {
-			return m, err
-		}
+	minOverhead, err := confMiB(conf, keyMinOverhead, line, defaultMinOverheadMiB)
+	if err != nil {
+		return m, err
 	}
 	// Scala's Double.toInt saturates at Int.MaxValue.
 	m.Overhead = max(int64(min(factor*float64(m.Heap), math.MaxInt32)), minOverhead)
-	if _, ok := conf["spark.executor.memoryOverhead"]; ok {
-		if m.Overhead, err = confMiB(conf, "spark.executor.memoryOverhead", 0); err != nil {
+	if _, _, ok := sparkValue(conf, keyMemoryOverhead, line); ok {
+		if m.Overhead, err = confMiB(conf, keyMemoryOverhead, line, 0); err != nil {
 			return m, err
 		}
 	}
-	if strings.EqualFold(strings.TrimSpace(conf["spark.memory.offHeap.enabled"]), "true") {
-		size, set := conf["spark.memory.offHeap.size"]
+	if enabled, from, _ := sparkValue(conf, keyOffHeapEnabled, line); strings.EqualFold(strings.TrimSpace(enabled), "true") {
+		size, _, set := sparkValue(conf, keyOffHeapSize, line)
 		b, err := javaBytes(size, 1)
 		if set && err != nil {
-			return m, fmt.Errorf("spark.memory.offHeap.size: %v", err)
+			return m, fmt.Errorf("%s: %v", keyOffHeapSize, err)
 		}
 		if b <= 0 {
-			return m, fmt.Errorf("spark.memory.offHeap.enabled is true, so spark.memory.offHeap.size must be set above 0 (Spark refuses it otherwise); set it, e.g. to 2g")
+			return m, fmt.Errorf("%s is true, so %s must be set above 0 (Spark refuses it otherwise); set it, e.g. to 2g", from, keyOffHeapSize)
 		}
 		m.OffHeap = b >> 20
 	}
-	if strings.TrimSpace(conf["spark.kubernetes.resource.type"]) == "python" {
-		if m.PySpark, err = confMiB(conf, "spark.executor.pyspark.memory", 0); err != nil {
+	if v, _, _ := sparkValue(conf, keyResourceType, line); strings.TrimSpace(v) == "python" {
+		if m.PySpark, err = confMiB(conf, keyPySparkMemory, line, 0); err != nil {
 			return m, err
 		}
 	}
 	return m, nil
 }
 
-// confMiB reads a MiB-default memory key, or def when absent.
-func confMiB(conf map[string]string, key string, def int64) (int64, error) {
-	v, ok := conf[key]
+// confMiB reads a MiB-default memory key as Spark of line l does, or def
+// when Spark reads none. Errors name the key the value came from.
+func confMiB(conf map[string]string, key string, l sparkLine, def int64) (int64, error) {
+	v, from, ok := sparkValue(conf, key, l)
 	if !ok {
 		return def, nil
 	}
 	n, err := javaMiB(v)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %v", key, err)
+		return 0, fmt.Errorf("%s: %v", from, err)
 	}
 	return n, nil
-}
-
-// isSpark3Image tells from an image tag such as apache/spark:3.5.4 that the
-// image runs Spark 3.x. Other tags are taken as 4.x.
-func isSpark3Image(image string) bool {
-	name := image[strings.LastIndex(image, "/")+1:]
-	name, _, _ = strings.Cut(name, "@")
-	_, tag, ok := strings.Cut(name, ":")
-	tag = strings.TrimPrefix(tag, "v")
-	return ok && strings.HasPrefix(tag, "3.")
 }

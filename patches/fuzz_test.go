@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sparklet/sparklet/fetch/spec"
@@ -58,6 +59,64 @@ func FuzzDriverAnnotations(f *testing.F) {
 		}
 		if !equality.Semantic.DeepEqual(once, pod) {
 			t.Fatalf("a second injection changed the pod")
+		}
+	})
+}
+
+// FuzzEnvRoutes injects a driver whose Spark container sets the env and
+// shell routes into the JVM's configuration (the JVM option variables,
+// spark-submit's variables, PYSPARK_SUBMIT_ARGS, BASH_ENV) to arbitrary
+// values, with $(VAR) references in its args. It never panics; an error
+// is a refusal in a StepError; an admitted pod's effective conf never asks
+// for cluster deploy mode, keeps the enforced keys, and its executors, as
+// Spark would build them, are accepted by the sidecar.
+func FuzzEnvRoutes(f *testing.F) {
+	f.Add("-Dspark.executor.memory=2g", "-Dspark.submit.deployMode=cluster", "", "cluster", "--deploy-mode cluster pyspark-shell", "$(SPARK_SUBMIT_OPTS)", true)
+	f.Add("'-Dspark.eventLog.enabled=false", `-Dspark.a="b c"`, "-Dspark.executor.cores=9", "client", "--conf spark.a=b", "--conf\x00spark.executor.memory=$(X)", false)
+	pol := mustPolicy(f, testPolicy)
+	f.Fuzz(func(t *testing.T, toolOpts, submitOpts, javaOpts, deployMode, pysparkArgs, args string, python bool) {
+		pod := driverPod()
+		c := &pod.Spec.Containers[0]
+		if python {
+			c.Command = []string{"python3", "/opt/app/main.py"}
+		} else if args != "" {
+			c.Args = append([]string{"driver"}, append(strings.Split(args, "\x00"), "app.jar")...)
+		}
+		for _, e := range [][2]string{{"X", "$(SPARK_EXECUTOR_MEMORY)"}, {"JAVA_TOOL_OPTIONS", toolOpts}, {"SPARK_SUBMIT_OPTS", submitOpts},
+			{"_JAVA_OPTIONS", javaOpts}, {"DEPLOY_MODE", deployMode}, {"SPARK_EXECUTOR_MEMORY", "1g"},
+			{"PYSPARK_SUBMIT_ARGS", pysparkArgs}, {"BASH_ENV", toolOpts}} {
+			if e[1] != "" {
+				c.Env = append(c.Env, corev1.EnvVar{Name: e[0], Value: e[1]})
+			}
+		}
+		_, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"})
+		if err != nil {
+			var stepErr *StepError
+			var r *Refused
+			if !errors.As(err, &stepErr) || !errors.As(err, &r) {
+				t.Fatalf("error %v is not a refusal in a StepError", err)
+			}
+			return
+		}
+		conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if conf["spark.submit.deployMode"] == "cluster" {
+			t.Fatalf("admitted in cluster deploy mode")
+		}
+		for k, v := range pol.Spark.Enforced {
+			if conf[k] != v {
+				t.Fatalf("enforced %s=%s, effective %q", k, v, conf[k])
+			}
+		}
+		ex, err := executorOf(conf)
+		if err != nil {
+			t.Fatalf("admitted with executors Spark cannot size: %v", err)
+		}
+		ex.Labels[LabelAppID] = pod.Labels[LabelAppID]
+		if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: pod.Labels[LabelAppID]}); err != nil {
+			t.Fatalf("admitted, but the sidecar refuses its executors: %v", err)
 		}
 	})
 }

@@ -53,16 +53,14 @@ func GangOf(driver *corev1.Pod, conf map[string]string, spark3 bool) (Gang, erro
 	if g.Executors, err = initialExecutors(conf); err != nil {
 		return g, err
 	}
-	cpu := "1"
-	if v, ok := first(conf, "spark.kubernetes.executor.request.cores", "spark.executor.cores"); ok {
-		cpu = strings.TrimSpace(v)
+	cpu, key := "1", keyExecutorCores
+	if v, from, ok := sparkValue(conf, keyRequestCores, lineOf(spark3)); ok {
+		cpu, key = strings.TrimSpace(v), from
+	} else if v, from, ok := sparkValue(conf, keyExecutorCores, lineOf(spark3)); ok {
+		cpu, key = strings.TrimSpace(v), from
 	}
 	q, err := resource.ParseQuantity(cpu)
 	if err != nil || q.Sign() <= 0 {
-		key := "spark.executor.cores"
-		if _, ok := conf["spark.kubernetes.executor.request.cores"]; ok {
-			key = "spark.kubernetes.executor.request.cores"
-		}
 		return g, fmt.Errorf("%s=%q is not a positive CPU quantity such as 1 or 500m", key, cpu)
 	}
 	m, err := ExecutorMemoryOf(conf, spark3)

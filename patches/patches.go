@@ -29,6 +29,10 @@ type Input struct {
 type Refused struct {
 	Reason  string // short machine-readable reason, e.g. "image-not-allowed"
 	Message string
+	// Field, when set, is the pod field at fault in an executor refusal
+	// (fieldCPURequest, ..., or volumeField's), which admission traces
+	// back to the Spark keys that set it.
+	Field string
 }
 
 func (r *Refused) Error() string { return r.Message }

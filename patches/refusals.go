@@ -62,33 +62,25 @@ func checkLimits(pod *corev1.Pod, p *plan) error {
 	return checkContainerLimits(p.container(pod), lim.Driver, "driver")
 }
 
-// checkExecutorConf checks the executor size the conf asks for, computed as
-// Spark does (ExecutorMemoryOf).
+// checkExecutorConf checks the executor memory the conf asks for, computed
+// as Spark does (ExecutorMemoryOf), and says what it is made of; the CPU
+// and the rest are judged with the executor pod (checkExecutors).
 func checkExecutorConf(p *plan) error {
 	lim := p.pol.Limits.Executor
-	if v, ok := p.conf["spark.executor.cores"]; ok && lim.MaxCores != nil {
-		q, err := resource.ParseQuantity(strings.TrimSpace(v))
-		if err != nil {
-			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("spark.executor.cores=%q is not a number", v)}
-		}
-		if q.Cmp(*lim.MaxCores) > 0 {
-			return &Refused{Reason: "over-limit", Message: fmt.Sprintf(
-				"spark.executor.cores=%s exceeds the policy limit limits.executor.maxCores=%s; lower it", v, lim.MaxCores)}
-		}
-	}
 	if lim.MaxMemory == nil {
 		return nil
 	}
-	m, err := ExecutorMemoryOf(p.conf, isSpark3Image(p.conf["spark.kubernetes.container.image"]))
+	image, _, _ := sparkValue(p.conf, keyExecutorImage, newestLine)
+	m, err := ExecutorMemoryOf(p.conf, isSpark3Image(image))
 	if err != nil {
 		return &Refused{Reason: "bad-spark-conf", Message: err.Error()}
 	}
 	total := resource.NewQuantity(m.Total()<<20, resource.BinarySI)
 	if total.Cmp(*lim.MaxMemory) > 0 {
-		return &Refused{Reason: "over-limit", Message: fmt.Sprintf(
-			"executors would use %dMi (spark.executor.memory %dMi + overhead %dMi + off-heap %dMi + PySpark %dMi, as Spark sizes executor pods), "+
-				"over the policy limit limits.executor.maxMemory=%s; lower spark.executor.memory or the others",
-			m.Total(), m.Heap, m.Overhead, m.OffHeap, m.PySpark, lim.MaxMemory)}
+		return &Refused{Reason: "over-limit", Field: fieldMemoryRequest, Message: fmt.Sprintf(
+			"executors would use %dMi (spark.executor.memory %dMi + overhead %dMi + off-heap %dMi + PySpark %dMi, as Spark sizes executor pods "+
+				"from %s), over the policy limit limits.executor.maxMemory=%s; lower spark.executor.memory or the others",
+			m.Total(), m.Heap, m.Overhead, m.OffHeap, m.PySpark, setBy(p.conf, fieldMemoryRequest), lim.MaxMemory)}
 	}
 	return nil
 }

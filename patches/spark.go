@@ -20,15 +20,23 @@ func findSparkContainer(pod *corev1.Pod, p *plan) error {
 	return err
 }
 
-// layerConf layers the Spark configuration: sparklet's defaults, policy
-// defaults (cluster, then namespace), the pod's annotation, the Spark
-// container's command line, then policy enforced values. It refuses what
-// the pod may not set.
+// layerConf layers the Spark configuration: what the container's env
+// gives the JVM (readEnvRoutes), sparklet's defaults, policy defaults
+// (cluster, then namespace), the pod's annotation, the Spark container's
+// command line (or PYSPARK_SUBMIT_ARGS for a Python program), then policy
+// enforced values. It refuses what the pod may not set.
 func layerConf(pod *corev1.Pod, p *plan) error {
 	c := p.container(pod)
-	args, err := readArgs(c, p)
+	env := envOf(c, p.pol.Driver)
+	args, cmd, err := readArgs(c, env, p)
 	if err != nil {
 		return err
+	}
+	command := confSource{fmt.Sprintf("container %q", c.Name), args.conf, args.from, false}
+	if cmd.Launcher == "python" {
+		if command, err = readPySparkSubmitArgs(c, env, p); err != nil {
+			return err
+		}
 	}
 	user := map[string]string{}
 	if text, ok := pod.Annotations[AnnotationSparkConf]; ok {
@@ -36,19 +44,30 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", AnnotationSparkConf, err)}
 		}
 	}
-	sources := []confSource{
+	annotation := confSource{"annotation " + AnnotationSparkConf, user, nil, false}
+	routes, err := readEnvRoutes(c, env, cmd, []confSource{annotation, command}, p)
+	if err != nil {
+		return err
+	}
+	sources := append([]confSource{
 		{"policy spark.defaults", p.pol.Spark.Defaults, nil, true},
 		{"policy spark.enforced", p.pol.Spark.Enforced, nil, true},
-		{"annotation " + AnnotationSparkConf, user, nil, false},
-		{fmt.Sprintf("container %q", c.Name), args.conf, args.from, false},
-	}
+		annotation,
+		command,
+	}, routes...)
 	for _, src := range sources {
 		if err := src.check(p); err != nil {
 			return err
 		}
+		src.warnForeign(p)
 	}
 
-	conf := map[string]string{
+	// The environment's routes rank below everything in spark-defaults.conf.
+	conf := map[string]string{}
+	for _, r := range routes {
+		maps.Copy(conf, r.conf)
+	}
+	for k, v := range map[string]string{
 		"spark.kubernetes.container.image": c.Image,
 		// The sidecar creates executors with its own concurrency and rate
 		// limits, so the JVM may ask in larger batches than Spark's 5 (3.5)
@@ -62,11 +81,13 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		// resumes with what was missed, deletions included, so the poll
 		// only adds that race.
 		"spark.kubernetes.executor.enableApiPolling": "false",
+	} {
+		conf[k] = v
 	}
 	if max := p.pol.Limits.MaxExecutors; max > 0 {
 		conf["spark.dynamicAllocation.maxExecutors"] = strconv.Itoa(max)
 	}
-	for _, layer := range []map[string]string{p.pol.Spark.Defaults, user, args.conf, p.pol.Spark.Enforced} {
+	for _, layer := range []map[string]string{p.pol.Spark.Defaults, user, command.conf, p.pol.Spark.Enforced} {
 		for k, v := range layer {
 			conf[k] = v
 		}

@@ -36,7 +36,7 @@ func run(m *testing.M) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	images, err := node.ImageTarballs(binDir)
+	images, err := nodeimages.Tarballs(binDir)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\n", err)
 		return 1

@@ -21,6 +21,9 @@ type Command struct {
 	// read (a shell script that is not a simple command, a program sparklet
 	// does not know). Its Spark options, if any, were not checked.
 	Unchecked string
+	// Interactive is set when the command line runs an interactive shell
+	// (an option with i, such as -i or -ic), which reads $ENV first.
+	Interactive bool
 }
 
 // The launchers of the Spark distribution's bin/ and the arguments each
@@ -102,22 +105,25 @@ func read(words []string, depth int) (Command, error) {
 		}
 		return read(rest[1:], depth+1)
 	case shells[prog]:
+		interactive := interactiveShell(words[1:])
 		script, ok := shellScript(words[1:])
 		if !ok {
-			return Command{Unchecked: fmt.Sprintf("%s runs a script file", prog)}, nil
+			return Command{Unchecked: fmt.Sprintf("%s runs a script file", prog), Interactive: interactive}, nil
 		}
 		inner, why := SplitShell(script)
 		if why != "" {
-			return Command{Unchecked: fmt.Sprintf("the %s script is not one simple command (%s)", prog, why)}, nil
+			return Command{Unchecked: fmt.Sprintf("the %s script is not one simple command (%s)", prog, why), Interactive: interactive}, nil
 		}
 		inner = skipAssignments(inner)
 		if len(inner) > 0 && inner[0] == "exec" {
 			inner = skipAssignments(inner[1:])
 		}
 		if len(inner) == 0 {
-			return Command{}, nil
+			return Command{Interactive: interactive}, nil
 		}
-		return read(inner, depth+1)
+		c, err := read(inner, depth+1)
+		c.Interactive = c.Interactive || interactive
+		return c, err
 	}
 	return Command{Unchecked: fmt.Sprintf("%s is not spark-submit, pyspark, spark-shell, spark-sql, python, the image's driver "+
 		"entrypoint or sh -c running one", prog)}, nil

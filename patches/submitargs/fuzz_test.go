@@ -104,3 +104,80 @@ func FuzzSplitShell(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSplitEnvOptions: the option strings of the env routes
+// (SPARK_SUBMIT_OPTS, JAVA_TOOL_OPTIONS, PYSPARK_SUBMIT_ARGS) split without
+// a panic, and the options, quoted again, split into the same options.
+func FuzzSplitEnvOptions(f *testing.F) {
+	for _, s := range []string{`-Da='x y' "-Db=1 2" -Xss4m`, `\"a\" 'b\c' "d\"e"`, "-Dspark.a=1\u00a0-Db", `"unclosed`, `''`, "--conf spark.a=b pyspark-shell"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if opts, err := SplitOptions(s); err == nil {
+			quoted := make([]string, len(opts))
+			for i, o := range opts {
+				quoted[i] = "'" + strings.ReplaceAll(o, "'", `'\''`) + "'"
+			}
+			again, err := SplitOptions(strings.Join(quoted, " "))
+			if err != nil || !reflect.DeepEqual(again, opts) && len(opts) > 0 {
+				t.Errorf("SplitOptions(%q) = %q; quoted again %q (%v)", s, opts, again, err)
+			}
+		}
+		if opts, err := SplitJVMOptions(s); err == nil {
+			quoted := make([]string, 0, len(opts))
+			for _, o := range opts {
+				q := "'"
+				if strings.Contains(o, "'") {
+					q = `"`
+				}
+				if strings.Contains(o, q) {
+					return // holds both quotes: not writable as one option
+				}
+				quoted = append(quoted, q+o+q)
+			}
+			again, err := SplitJVMOptions(strings.Join(quoted, " "))
+			if err != nil || !reflect.DeepEqual(again, opts) && len(opts) > 0 {
+				t.Errorf("SplitJVMOptions(%q) = %q; quoted again %q (%v)", s, opts, again, err)
+			}
+			for _, p := range SystemProperties(opts) {
+				if !strings.HasPrefix(p.Key, "spark.") || strings.Contains(p.Key, "=") {
+					t.Errorf("SystemProperties(%q): key %q", opts, p.Key)
+				}
+			}
+		}
+	})
+}
+
+// FuzzExpand: the kubelet's $(VAR) expansion never panics, leaves a string
+// without $ alone, reports as unknown only names written as $(NAME) in the
+// input, and expands a reference to a known name after any text.
+func FuzzExpand(f *testing.F) {
+	for _, s := range []string{"$(A)-$(B)", "$$(A) $$ $", "$(a$$", "$(SECRET)x", "$($(A))", "plain"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		lookup := func(name string) (string, bool, bool) {
+			switch name {
+			case "A":
+				return "[a]", true, true
+			case "SECRET":
+				return "", true, false
+			}
+			return "", false, false
+		}
+		out, unknown := Expand(s, lookup)
+		if !strings.Contains(s, "$") && out != s {
+			t.Errorf("Expand(%q) = %q, want it unchanged", s, out)
+		}
+		for _, n := range unknown {
+			if !strings.Contains(s, "$("+n+")") {
+				t.Errorf("Expand(%q): unknown %q is not referred to", s, n)
+			}
+		}
+		// After a ")" that closes any reference s leaves open, a
+		// reference to A becomes its value.
+		if got, _ := Expand(s+") $(A)", lookup); !strings.HasSuffix(got, " [a]") {
+			t.Errorf("Expand(%q) = %q, want it to end in the value of $(A)", s+") $(A)", got)
+		}
+	})
+}

@@ -35,6 +35,27 @@ func shellScript(args []string) (script string, ok bool) {
 	return "", false
 }
 
+// interactiveShell tells whether a shell's options, before its first
+// operand, make it interactive: -i, alone or among others (-ic).
+func interactiveShell(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return false
+		case a == "-o" || a == "+o" || a == "-O" || a == "+O":
+			i++
+		case a == "--interactive":
+			return true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.ContainsRune(a[1:], 'i'):
+			return true
+		case len(a) == 0 || a[0] != '-' && a[0] != '+':
+			return false
+		}
+	}
+	return false
+}
+
 // compound are the words that start something other than a simple command.
 var compound = map[string]bool{
 	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true, "until": true,

@@ -9,6 +9,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/patches/submitargs"
 )
 
 func TestExpand(t *testing.T) {
@@ -34,6 +36,29 @@ func TestExpand(t *testing.T) {
 			t.Errorf("expand(%q) = %q, want %q", in, got, want)
 		}
 	}
+}
+
+// TestExpandAgreesWithAdmission: the pod runner's kubelet expansion and the
+// one admission reads command lines with (patches/submitargs.Expand),
+// written apart, expand every string alike.
+func TestExpandAgreesWithAdmission(t *testing.T) {
+	vars := map[string]string{"A": "a", "EMPTY": "", "B": "$(A)", "C$": "c"}
+	lookup := func(n string) (string, bool) { v, ok := vars[n]; return v, ok }
+	admission := func(n string) (string, bool, bool) { v, ok := vars[n]; return v, ok, ok }
+	parts := []string{"$", "(", ")", "A", "B", "C", "EMPTY", "x", "$$", "$("}
+	var gen func(prefix string, n int)
+	gen = func(prefix string, n int) {
+		if got, _ := submitargs.Expand(prefix, admission); got != expand(prefix, lookup) {
+			t.Errorf("%q: admission expands to %q, the pod runner to %q", prefix, got, expand(prefix, lookup))
+		}
+		if n == 0 {
+			return
+		}
+		for _, p := range parts {
+			gen(prefix+p, n-1)
+		}
+	}
+	gen("", 5)
 }
 
 type fakeObjects struct {
