@@ -49,7 +49,7 @@ func (m *CertManager) probe(ctx context.Context) error {
 			return fmt.Errorf("create %s %s/probe: %w", o.obj.GetKind(), probeNamespace, err)
 		}
 		if err := m.WaitReady(ctx, o.res, probeNamespace, "probe", 2*time.Minute); err != nil {
-			return fmt.Errorf("cert-manager's controller does not work: %w", err)
+			return fmt.Errorf("cert-manager does not make the probe %s Ready: %w", o.obj.GetKind(), err)
 		}
 	}
 	return m.probeInjection(ctx)

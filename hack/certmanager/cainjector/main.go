@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	kscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	apireg "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,10 +28,11 @@ import (
 	cmscheme "github.com/cert-manager/cert-manager/pkg/client/clientset/versioned/scheme"
 	"github.com/cert-manager/cert-manager/pkg/controller/cainjector"
 	logf "github.com/cert-manager/cert-manager/pkg/logs"
+	"github.com/cert-manager/cert-manager/pkg/util"
 )
 
 func main() {
-	kubeconfig := flag.String("kubeconfig", "", "kubeconfig of the cluster")
+	// controller-runtime defines --kubeconfig (sigs.k8s.io/controller-runtime/pkg/client/config).
 	logf.InitLogs()
 	defer logf.FlushLogs()
 	flag.Parse()
@@ -40,17 +40,19 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx = logf.NewContext(ctx, logf.Log, "cainjector")
-	if err := run(ctx, *kubeconfig); err != nil {
+	if err := run(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, "cert-manager-cainjector:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, kubeconfig string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+func run(ctx context.Context) error {
+	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	// The injectors' field manager is the user agent's prefix.
+	cfg = util.RestConfigWithUserAgent(cfg, "cainjector")
 	scheme := runtime.NewScheme()
 	utilruntime.Must(kscheme.AddToScheme(scheme))
 	utilruntime.Must(cmscheme.AddToScheme(scheme))
