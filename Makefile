@@ -73,6 +73,14 @@ yunikorn-binary:
 kueue-binary:
 	@hack/kueue/build.sh $(BIN)
 
+# cert-manager's controller and cainjector and its CRDs
+# (bin/cert-manager-controller, bin/cert-manager-cainjector,
+# bin/cert-manager-crds), for the chart's cert-manager test, built from the
+# separate module hack/certmanager.
+.PHONY: certmanager-binary
+certmanager-binary:
+	@hack/certmanager/build.sh $(BIN)
+
 # helm, for the chart tests.
 helm-binary:
 	@hack/helm/build.sh $(BIN)

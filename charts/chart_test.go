@@ -534,10 +534,7 @@ func isHook(t *testing.T, doc []byte) bool {
 // expects certManagerObjects.
 func applyChart(ctx context.Context, t *testing.T, c *cluster.Cluster, rendered map[string][]byte, certManagerObjects int) {
 	t.Helper()
-	var docs []string
-	for _, ns := range []string{releaseNS, "team-a", "team-b"} {
-		docs = append(docs, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
-	}
+	docs := namespaceDocs()
 	skipped := 0
 	for key, doc := range rendered {
 		if strings.HasPrefix(key, "Certificate/") || strings.HasPrefix(key, "Issuer/") {
@@ -552,6 +549,12 @@ func applyChart(ctx context.Context, t *testing.T, c *cluster.Cluster, rendered 
 	if skipped != certManagerObjects {
 		t.Errorf("skipped %d cert-manager objects, want %d", skipped, certManagerObjects)
 	}
+	apply(ctx, t, c, docs)
+}
+
+// apply server-side applies docs and checks that every one was applied.
+func apply(ctx context.Context, t *testing.T, c *cluster.Cluster, docs []string) {
+	t.Helper()
 	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", c.Kubeconfig(), "apply", "--server-side", "--force-conflicts", "--field-manager=chart-test", "-f", "-")
 	cmd.Stdin = strings.NewReader(strings.Join(docs, "\n---\n"))
 	out, err := cmd.CombinedOutput()
@@ -561,6 +564,15 @@ func applyChart(ctx context.Context, t *testing.T, c *cluster.Cluster, rendered 
 	if n := strings.Count(string(out), "serverside-applied"); n != len(docs) {
 		t.Errorf("%d of %d objects applied:\n%s", n, len(docs), out)
 	}
+}
+
+// namespaceDocs are the release's namespace and the listed ones.
+func namespaceDocs() []string {
+	var docs []string
+	for _, ns := range []string{releaseNS, "team-a", "team-b"} {
+		docs = append(docs, "apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}")
+	}
+	return docs
 }
 
 // helmInstall installs and uninstalls a second release with helm itself
@@ -625,7 +637,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	applyChart(ctx, t, c, docs, 0)
 
 	checkRBAC(ctx, t, c)
-	runReplicas(ctx, t, c, releaseNS, full, &d, cm.Data["policy.yaml"], ports)
+	runReplicas(ctx, t, c, releaseNS, full, &d, cm.Data["policy.yaml"], ports, "")
 
 	// The caBundle appears and every replica serves a certificate that
 	// verifies against it for 127.0.0.1: the one in the Secret.
@@ -726,16 +738,24 @@ func freePorts(t *testing.T, n int) []int {
 
 // runReplicas runs the Deployment's webhook containers as local processes
 // on ports, with the Deployment's own arguments (listen address and policy
-// file made local) and its service account's token, so that the chart's
-// RBAC is what they work with.
-func runReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, full string, d *appsv1.Deployment, policyYAML string, ports []int) {
+// file made local). With tlsDir empty (self-managed certificates) they get
+// the Deployment's service account's token, so that the chart's RBAC is
+// what they work with; otherwise they read the certificate files the
+// Deployment mounts at /etc/sparklet/tls from tlsDir. It returns a channel
+// per replica that is closed when that replica exits.
+func runReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, full string, d *appsv1.Deployment, policyYAML string, ports []int, tlsDir string) []<-chan struct{} {
 	t.Helper()
 	dir := t.TempDir()
 	policyFile := filepath.Join(dir, "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(policyYAML), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	kubeconfig := serviceAccountKubeconfig(ctx, t, c, ns, full, filepath.Join(dir, "webhook.kubeconfig"))
+	var extra []string
+	if tlsDir == "" {
+		kubeconfig := serviceAccountKubeconfig(ctx, t, c, ns, full, filepath.Join(dir, "webhook.kubeconfig"))
+		extra = []string{"--kubeconfig=" + kubeconfig, "--cert-extra-sans=127.0.0.1"}
+	}
+	var exited []<-chan struct{}
 	for i, port := range ports {
 		var args []string
 		for _, a := range d.Spec.Template.Spec.Containers[0].Args {
@@ -744,10 +764,12 @@ func runReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, full
 				a = fmt.Sprintf("--listen=127.0.0.1:%d", port)
 			case strings.HasPrefix(a, "--policy="):
 				a = "--policy=" + policyFile
+			case tlsDir != "":
+				a = strings.Replace(a, "=/etc/sparklet/tls/", "="+tlsDir+"/", 1)
 			}
 			args = append(args, a)
 		}
-		args = append(args, "--kubeconfig="+kubeconfig, "--cert-extra-sans=127.0.0.1")
+		args = append(args, extra...)
 		logFile := filepath.Join(dir, fmt.Sprintf("webhook-%d.log", i))
 		cmd, done, err := cluster.Spawn(filepath.Join(binDir(t), "sparklet"), args, logFile, false)
 		if err != nil {
@@ -759,7 +781,9 @@ func runReplicas(ctx context.Context, t *testing.T, c *cluster.Cluster, ns, full
 				t.Logf("webhook %d (%v) log:\n%s", i, args, cluster.Tail(logFile, 40))
 			}
 		})
+		exited = append(exited, done)
 	}
+	return exited
 }
 
 // servedLeaf connects to a local replica, verifying it for 127.0.0.1

@@ -117,7 +117,7 @@ func TestHelmOnTheLocalAPIServer(t *testing.T) {
 		if _, err := c.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Patch(ctx, full, types.JSONPatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		runReplicas(ctx, t, c, ns, full, d, cm.Data["policy.yaml"], ports)
+		runReplicas(ctx, t, c, ns, full, d, cm.Data["policy.yaml"], ports, "")
 		pod := fixtures.LoadPod(t, "../examples/spark-pi-pod.yaml")
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			got, err := c.Client().CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})

@@ -35,6 +35,7 @@ var pure = []purity{
 	// The schedulers run next to the control plane, never on sparklet's
 	// own code, so what they decide is theirs.
 	{pkg: "test/schedulers", project: []string{"test/cluster", "test/ready", "internal/certs"}},
+	{pkg: "test/certmanager", project: []string{"test/cluster", "test/ready", "internal/certs"}},
 }
 
 // apart are pairs of packages neither of which may depend on the other.
@@ -82,6 +83,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("bench"), Imports: []string{m("test/env")}, Deps: []string{m("test/env")}},
 		{ImportPath: m("test/sparkimage"), Imports: []string{m("hack/spark")}, Deps: []string{m("hack/spark")}},
 		{ImportPath: m("test/schedulers"), Imports: []string{m("test/cluster")}, Deps: []string{m("test/cluster"), m("internal/certs"), m("test/ready")}},
+		{ImportPath: m("test/certmanager"), Imports: []string{m("test/cluster")}, Deps: []string{m("test/cluster"), m("internal/certs"), m("test/ready")}},
 	}
 	if problems := check(good); len(problems) > 0 {
 		t.Errorf("a module keeping the rules was rejected: %v", problems)
@@ -94,6 +96,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("sidecar/api"), Imports: []string{m("webhook")}, Deps: []string{m("webhook")}},
 		{ImportPath: m("cmd/sparklet"), Imports: []string{m("webhook")}, Deps: []string{m("webhook"), m("test/verify"), m("hack/spark")}},
 		{ImportPath: m("test/schedulers"), Imports: []string{m("test/cluster"), m("patches")}, Deps: []string{m("test/cluster"), m("patches")}},
+		{ImportPath: m("test/certmanager"), Imports: []string{m("webhook")}, Deps: []string{m("webhook")}},
 	}
 	want := []string{
 		"patches depends on internal/podpatch",
@@ -105,6 +108,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		"cmd/sparklet depends on the test harness (test/verify)",
 		"cmd/sparklet depends on the test harness (hack/spark)",
 		"test/schedulers depends on patches",
+		"test/certmanager depends on webhook",
 	}
 	problems := check(bad)
 	for _, w := range want {
