@@ -8,7 +8,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 mkdir -p "$bin"
 bin=$(cd "$bin" && pwd)
 stamp="$bin/.cluster-stamp"
-want=$(cat "$here"/build.sh "$here"/*/go.mod "$here"/*/go.sum | sha256sum | cut -d' ' -f1)
+want=$(cat "$here"/build.sh "$here"/kubernetes/ldflags.sh "$here"/*/go.mod "$here"/*/go.sum | sha256sum | cut -d' ' -f1)
 have=$(cat "$stamp" 2>/dev/null || true)
 if [ "$want" = "$have" ] && [ -x "$bin/kube-apiserver" ] && [ -x "$bin/etcd" ] && [ -x "$bin/kwok" ] && [ -d "$bin/kwok-stages" ]; then
   exit 0
@@ -17,11 +17,7 @@ export GONOSUMDB=k8s.io/kubernetes GOFLAGS=-mod=mod CGO_ENABLED=0
 start=$(date +%s)
 
 k8s=$(cd "$here/kubernetes" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-minor=$(echo "$k8s" | cut -d. -f2)
-ldk="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldk="$ldk -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z -X $pkg.gitCommit=sparklet-local"
-done
+ldk=$("$here/kubernetes/ldflags.sh")
 echo "building the local control plane into $bin (kubernetes $k8s; first build takes several minutes)"
 (cd "$here/kubernetes" && go build -trimpath -ldflags "$ldk" -o "$bin/" \
   k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kube-scheduler)

@@ -24,7 +24,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 stamp="$bin/.node-stamp"
-want=$(cat "$here"/build.sh "$here"/*/go.mod "$here"/*/go.sum "$here"/coredns/main.go "$k8sdir"/go.mod "$k8sdir"/go.sum | sha256sum | cut -d' ' -f1)
+want=$(cat "$here"/build.sh "$here"/*/go.mod "$here"/*/go.sum "$here"/coredns/main.go "$k8sdir"/ldflags.sh "$k8sdir"/go.mod "$k8sdir"/go.sum | sha256sum | cut -d' ' -f1)
 if [ "$want" = "$(cat "$stamp" 2>/dev/null || true)" ] && [ -x "$bin/kubelet" ] && [ -x "$bin/kube-proxy" ] &&
   [ -x "$bin/containerd" ] && [ -x "$bin/containerd-shim-runc-v2" ] && [ -x "$bin/ctr" ] && [ -x "$bin/coredns" ]; then
   exit 0
@@ -35,11 +35,7 @@ start=$(date +%s)
 # The kubelet and kube-proxy carry the version the control plane's binaries
 # carry (hack/cluster/build.sh), so the node reports the same version.
 k8s=$(cd "$k8sdir" && go list -m -f '{{.Version}}' k8s.io/kubernetes)
-minor=$(echo "$k8s" | cut -d. -f2)
-ldk="-s -w"
-for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-  ldk="$ldk -X $pkg.gitVersion=$k8s -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z -X $pkg.gitCommit=sparklet-local"
-done
+ldk=$("$k8sdir/ldflags.sh")
 echo "building the real node into $bin (kubernetes $k8s; first build takes several minutes)"
 (cd "$k8sdir" && GONOSUMDB=k8s.io/kubernetes go build -trimpath -ldflags "$ldk" -o "$bin/" \
   k8s.io/kubernetes/cmd/kubelet k8s.io/kubernetes/cmd/kube-proxy)
