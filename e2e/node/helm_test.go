@@ -79,7 +79,11 @@ spec:
 		t.Fatalf("driver pod's init containers %q: sparklet's sidecar not injected through the chart's webhook", out)
 	}
 
-	t.Run("SparkPi", func(t *testing.T) { sparkPi(ctx, t, jobs, "4.3.0", "2.13") })
+	for _, v := range []struct{ spark, scala string }{{"4.3.0", "2.13"}, {"4.0.5", "2.13"}, {"3.5.9", "2.12"}} {
+		t.Run("SparkPi-"+v.spark, func(t *testing.T) { sparkPi(ctx, t, jobs, v.spark, v.scala) })
+	}
+	t.Run("Job", func(t *testing.T) { sparkPiJob(ctx, t, jobs) })
+	t.Run("PodSecurityRestricted", func(t *testing.T) { restrictedDriver(ctx, t, jobs) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {
@@ -193,4 +197,88 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// sparkPiJob runs SparkPi 4.3.0 as a Job: the real kubelet starts the
+// native sidecar before the JVM and ends it after, so the Job completes.
+func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	job := `apiVersion: batch/v1
+kind: Job
+metadata: {name: spark-pi-job}
+spec:
+  backoffLimit: 0
+  template:
+    metadata:
+      labels: {spark-role: driver}
+      annotations:
+        sparklet.io/spark-conf: |
+          spark.executor.instances 1
+          spark.executor.memory 512m
+          spark.kubernetes.executor.request.cores 100m
+          spark.driver.memory 512m
+    spec:
+      restartPolicy: Never
+      containers:
+      - name: spark
+        image: apache/spark:4.3.0
+        args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar, "10"]
+        resources:
+          requests: {cpu: 200m, memory: 1Gi}
+          limits: {memory: 1Gi}
+`
+	start := time.Now()
+	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(job))
+	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/spark-pi-job", "--timeout=4m")
+	t.Logf("SparkPi Job on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
+	pods, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=spark-pi-job"})
+	if err != nil || len(pods.Items) != 1 {
+		t.Fatalf("the Job's pods: %v, %v", pods, err)
+	}
+	p := pods.Items[0]
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == "sparklet-sidecar" && (s.State.Terminated == nil || s.RestartCount != 0) {
+			t.Errorf("sidecar of the completed Job's pod: %+v, want terminated once the driver ended, never restarted", s.State)
+		}
+	}
+	if logs := podLogs(ctx, t, ns, p.Name, "spark"); !strings.Contains(logs, "Pi is roughly 3.1") {
+		t.Errorf("driver log has no result:\n%s", tail(logs, 40))
+	}
+}
+
+// restrictedDriver puts ns at Pod Security restricted and creates (dry
+// run, after every admission plugin) a driver whose Spark container meets
+// it: what sparklet injects beside it (the conf init container with the
+// Spark container's security context, the sidecar with its own) passes
+// too. Without the Spark container's context the pod is refused.
+func restrictedDriver(ctx context.Context, t *testing.T, ns string) {
+	kubectl(ctx, t, "label", "--overwrite", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+	pod := func(securityContext string) string {
+		return `apiVersion: v1
+kind: Pod
+metadata: {name: restricted, labels: {spark-role: driver}}
+spec:
+  containers:
+  - name: spark
+    image: apache/spark:4.3.0
+    args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar]
+` + securityContext
+	}
+	const restricted = `    securityContext:
+      runAsNonRoot: true
+      runAsUser: 185
+      allowPrivilegeEscalation: false
+      capabilities: {drop: [ALL]}
+      seccompProfile: {type: RuntimeDefault}
+`
+	out := kubectl(ctx, t, "-n", ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.initContainers[*].name}", "-f", "-", withStdin(pod(restricted)))
+	if !strings.Contains(out, "sparklet-sidecar") {
+		t.Errorf("restricted driver admitted without the sidecar: init containers %q", out)
+	}
+	cmd := exec.CommandContext(ctx, "kubectl", "--kubeconfig", cp.Kubeconfig(), "-n", ns, "create", "--dry-run=server", "-f", "-")
+	cmd.Stdin = strings.NewReader(pod(""))
+	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "restricted") {
+		t.Errorf("a driver without a security context in a restricted namespace: %v\n%s; want Pod Security's refusal", err, out)
+	}
 }
