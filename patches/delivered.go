@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
 )
 
 // The JVM's configuration is the pod's own sparklet.io/spark-conf, as the
@@ -19,7 +21,7 @@ import (
 // The conf init container writes both, in this order, after the image's
 // spark-defaults.conf; java.util.Properties.load keeps the last value of a
 // key, and a blank line ends a continuation the user's text may leave
-// open (see loadProperties).
+// open (see sparkconf.Load).
 
 // UserConfFile is the file, next to ConfFile in the conf init container's
 // downward API volume, that holds the pod's sparklet.io/spark-conf.
@@ -61,17 +63,17 @@ func DeliveredDigest(pod *corev1.Pod) string {
 		}
 		for _, item := range v.DownwardAPI.Items {
 			if item.Path == UserConfFile {
-				return ConfDigest(DeliveredConf(pod.Annotations))
+				return sparkconf.Digest(DeliveredConf(pod.Annotations))
 			}
 		}
 	}
-	return ConfDigest(pod.Annotations[AnnotationEffectiveConf])
+	return sparkconf.Digest(pod.Annotations[AnnotationEffectiveConf])
 }
 
 // EffectiveConf is the driver's effective Spark configuration, read from
 // its annotations as the JVM reads DeliveredConf.
 func EffectiveConf(annotations map[string]string) (map[string]string, error) {
-	return ParseSparkConf(DeliveredConf(annotations))
+	return sparkconf.Parse(DeliveredConf(annotations))
 }
 
 // changedFrom is the part of conf that user does not already set to the

@@ -12,6 +12,7 @@ import (
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
+	"github.com/sparklet/sparklet/patches/sparkconf"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -126,7 +127,7 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 	if string(written) != DeliveredConf(pod.Annotations) {
 		t.Errorf("the script wrote\n%s\nDeliveredConf is\n%s", written, DeliveredConf(pod.Annotations))
 	}
-	if again, err := ParseSparkConf(string(written)); err != nil || !maps.Equal(again, conf) {
+	if again, err := sparkconf.Parse(string(written)); err != nil || !maps.Equal(again, conf) {
 		t.Errorf("the written file reads as %v (%v), want %v", again, err, conf)
 	}
 }
@@ -141,7 +142,7 @@ func TestDeliveredDigest(t *testing.T) {
 	if _, err := inject(t, plain, pol); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := DeliveredDigest(plain), ConfDigest(plain.Annotations[AnnotationEffectiveConf]); got != want {
+	if got, want := DeliveredDigest(plain), sparkconf.Digest(plain.Annotations[AnnotationEffectiveConf]); got != want {
 		t.Errorf("without sparklet.io/spark-conf: digest %s, want the effective conf's %s", got, want)
 	}
 	withConf := driverPod()
@@ -150,7 +151,7 @@ func TestDeliveredDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	admitted := DeliveredDigest(withConf)
-	if admitted != ConfDigest(DeliveredConf(withConf.Annotations)) {
+	if admitted != sparkconf.Digest(DeliveredConf(withConf.Annotations)) {
 		t.Errorf("with sparklet.io/spark-conf: the digest does not cover DeliveredConf")
 	}
 	sidecarEnv := ""
@@ -176,7 +177,7 @@ func TestDeliveredDigest(t *testing.T) {
 // TestRenderAgainstJava).
 func TestDeliveredConfClosesContinuations(t *testing.T) {
 	for _, user := range []string{"spark.a b\\", "spark.a b\\\r", "spark.a b\\\n", "spark.a \\\n  \\", "#x\\", "spark.a b\\\\\\"} {
-		conf, err := ParseSparkConf(deliveredConf(user, true, "spark.master local\n"))
+		conf, err := sparkconf.Parse(deliveredConf(user, true, "spark.master local\n"))
 		if err != nil || conf["spark.master"] != "local" {
 			t.Errorf("after %q: spark.master = %q (%v), want the effective conf's", user, conf["spark.master"], err)
 		}

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
 )
 
 // TestPolicyEnvRoutes: the driver policy's env is read like the pod's, so
@@ -20,7 +22,7 @@ driver:
 	if _, err := inject(t, pod, pol); err != nil {
 		t.Fatal(err)
 	}
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := sparkconf.Parse(pod.Annotations[AnnotationEffectiveConf])
 	if err != nil {
 		t.Fatal(err)
 	}

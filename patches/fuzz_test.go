@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/patches/sparkconf"
 )
 
 // FuzzDriverAnnotations injects a driver pod carrying arbitrary
@@ -46,11 +47,15 @@ func FuzzDriverAnnotations(f *testing.F) {
 			return
 		}
 		text := DeliveredConf(pod.Annotations)
-		conf, err := ParseSparkConf(text)
+		conf, err := sparkconf.Parse(text)
 		if err != nil {
 			t.Fatalf("the effective conf does not parse: %v\n%s", err, text)
 		}
-		if again := load(t, text); !maps.Equal(again, conf) {
+		again, err := sparkconf.Load(text)
+		if err != nil {
+			t.Fatalf("load %q: %v", text, err)
+		}
+		if !maps.Equal(again, conf) {
 			t.Fatalf("spark-defaults.conf holds %q, the effective conf %q", again, conf)
 		}
 		once := pod.DeepCopy()
@@ -98,7 +103,7 @@ func FuzzEnvRoutes(f *testing.F) {
 			}
 			return
 		}
-		conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+		conf, err := sparkconf.Parse(pod.Annotations[AnnotationEffectiveConf])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,8 +1,6 @@
 package patches
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
@@ -69,12 +67,6 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, sc, len(pod.Spec.InitContainers))
 	done.InitContainers = append(done.InitContainers, SidecarName)
 	return nil
-}
-
-// ConfDigest is the hex sha256 of a configuration text.
-func ConfDigest(conf string) string {
-	sum := sha256.Sum256([]byte(conf))
-	return hex.EncodeToString(sum[:])
 }
 
 // restrictedContext is the security context of the containers sparklet

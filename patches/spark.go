@@ -7,6 +7,8 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
 )
 
 // sparkContainerNames are the names that mark the Spark container, in
@@ -40,7 +42,7 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 	}
 	user := map[string]string{}
 	if text, ok := pod.Annotations[AnnotationSparkConf]; ok {
-		if user, err = ParseSparkConf(text); err != nil {
+		if user, err = sparkconf.Parse(text); err != nil {
 			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", AnnotationSparkConf, err)}
 		}
 	}
@@ -113,15 +115,15 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
 	addJVMNoProxy(p.conf)
 	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
-		if why := unsafeText(k, p.conf[k]); why != "" {
+		if why := sparkconf.UnsafeText(k, p.conf[k]); why != "" {
 			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
 				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
 		}
 	}
-	p.confText = RenderSparkConf(changedFrom(p.conf, p.userConf))
-	p.confDigest = ConfDigest(p.confText)
+	p.confText = sparkconf.Render(changedFrom(p.conf, p.userConf))
+	p.confDigest = sparkconf.Digest(p.confText)
 	if user, ok := pod.Annotations[AnnotationSparkConf]; ok { // projected by addVolumes
-		p.confDigest = ConfDigest(deliveredConf(user, true, p.confText))
+		p.confDigest = sparkconf.Digest(deliveredConf(user, true, p.confText))
 	}
 	return nil
 }
