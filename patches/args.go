@@ -11,6 +11,7 @@ import (
 	"github.com/sparklet/sparklet/patches/sparkconf"
 	"github.com/sparklet/sparklet/patches/submitargs"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // argConf is the Spark configuration the Spark container's command line
@@ -40,7 +41,7 @@ func readArgs(c *corev1.Container, env containerEnv, p *plan) (argConf, submitar
 		// Kept short: the API server may truncate a warning over 256
 		// characters.
 		p.warn(fmt.Sprintf("container %q: Spark options in its arguments were not checked: %s; put them in the %s annotation",
-			c.Name, cmd.Unchecked, AnnotationSparkConf))
+			c.Name, cmd.Unchecked, vocab.AnnotationSparkConf))
 	}
 	out, err := readSubmit(fmt.Sprintf("container %q", c.Name), cmd.Submit, p)
 	return out, cmd, err
@@ -54,11 +55,11 @@ func readSubmit(what string, s submitargs.Submit, p *plan) (argConf, error) {
 		return out, &Refused{Reason: "properties-file", Message: fmt.Sprintf(
 			"%s passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
 				"delivers in spark-defaults.conf; move its properties into the %s annotation",
-			what, f, AnnotationSparkConf)}
+			what, f, vocab.AnnotationSparkConf)}
 	}
 	if f, ok := s.Last("--extra-properties-file"); ok {
 		p.warn(fmt.Sprintf("%s: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
-			what, f, AnnotationSparkConf))
+			what, f, vocab.AnnotationSparkConf))
 	}
 	settings, err := s.Conf()
 	if err != nil {

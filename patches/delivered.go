@@ -10,6 +10,7 @@ import (
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
 	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The JVM's configuration is the pod's own sparklet.io/spark-conf, as the
@@ -29,7 +30,7 @@ const UserConfFile = "spark-conf"
 
 // Headers of the two parts of DeliveredConf.
 const (
-	userConfHeader      = "# sparklet: annotation " + AnnotationSparkConf + ", as the pod sets it"
+	userConfHeader      = "# sparklet: annotation " + vocab.AnnotationSparkConf + ", as the pod sets it"
 	effectiveConfHeader = "# sparklet: the effective configuration, which overrides the lines above"
 )
 
@@ -37,8 +38,8 @@ const (
 // image's spark-defaults.conf, from the pod's annotations: what the JVM
 // reads, and what the sidecar checks against the digest the webhook took.
 func DeliveredConf(annotations map[string]string) string {
-	user, ok := annotations[AnnotationSparkConf]
-	return deliveredConf(user, ok, annotations[AnnotationEffectiveConf])
+	user, ok := annotations[vocab.AnnotationSparkConf]
+	return deliveredConf(user, ok, annotations[vocab.AnnotationEffectiveConf])
 }
 
 func deliveredConf(user string, hasUser bool, effective string) string {
@@ -67,7 +68,7 @@ func DeliveredDigest(pod *corev1.Pod) string {
 			}
 		}
 	}
-	return sparkconf.Digest(pod.Annotations[AnnotationEffectiveConf])
+	return sparkconf.Digest(pod.Annotations[vocab.AnnotationEffectiveConf])
 }
 
 // EffectiveConf is the driver's effective Spark configuration, read from
@@ -109,5 +110,5 @@ func refuseOversizedAnnotations(pod *corev1.Pod) error {
 		"metadata.annotations: the injected pod's annotations would total %d bytes, over the API server's limit of %d "+
 			"(TotalAnnotationSizeLimitB); the largest are %s; make %s smaller, for example by moving properties into "+
 			"a conf directory of your own (SPARK_CONF_DIR), whose files sparklet copies",
-		total, apivalidation.TotalAnnotationSizeLimitB, strings.Join(largest, ", "), AnnotationSparkConf)}
+		total, apivalidation.TotalAnnotationSizeLimitB, strings.Join(largest, ", "), vocab.AnnotationSparkConf)}
 }

@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/sparklet/sparklet/policy"
 )
 
 // addSidecar injects the sidecar as a native sidecar: an init container
@@ -22,7 +20,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 			return fmt.Errorf("encode policy for the sidecar: %w", err)
 		}
 	}
-	env := policy.SidecarEnv{
+	env := SidecarEnv{
 		Listen:         p.pol.Sidecar.Listen(),
 		MetricsListen:  p.pol.Sidecar.MetricsListen(),
 		TokenFile:      TokenFile,

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkContainerNames are the names that mark the Spark container, in
@@ -41,12 +42,12 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	user := map[string]string{}
-	if text, ok := pod.Annotations[AnnotationSparkConf]; ok {
+	if text, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok {
 		if user, err = sparkconf.Parse(text); err != nil {
-			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", AnnotationSparkConf, err)}
+			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", vocab.AnnotationSparkConf, err)}
 		}
 	}
-	annotation := confSource{"annotation " + AnnotationSparkConf, user, nil, false}
+	annotation := confSource{"annotation " + vocab.AnnotationSparkConf, user, nil, false}
 	routes, err := readEnvRoutes(c, env, cmd, []confSource{annotation, command}, p)
 	if err != nil {
 		return err
@@ -106,8 +107,8 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.master"] = "k8s://http://" + p.pol.Sidecar.Listen()
 	p.conf["spark.kubernetes.namespace"] = p.in.Namespace
-	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + envPodName + "}"
-	p.conf["spark.driver.host"] = "${env:" + envPodIP + "}"
+	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + vocab.EnvPodName + "}"
+	p.conf["spark.driver.host"] = "${env:" + vocab.EnvPodIP + "}"
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
 	if p.appID != "" { // a template's pods each get their own
 		p.conf["spark.app.id"] = p.appID
@@ -122,7 +123,7 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 	}
 	p.confText = sparkconf.Render(changedFrom(p.conf, p.userConf))
 	p.confDigest = sparkconf.Digest(p.confText)
-	if user, ok := pod.Annotations[AnnotationSparkConf]; ok { // projected by addVolumes
+	if user, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok { // projected by addVolumes
 		p.confDigest = sparkconf.Digest(deliveredConf(user, true, p.confText))
 	}
 	return nil
