@@ -10,7 +10,9 @@ import (
 	"github.com/sparklet/sparklet/vocab"
 )
 
-// SidecarEnv is what the webhook tells the sidecar through its env.
+// SidecarEnv is what the webhook tells the sidecar through its env, whose
+// names (vocab.EnvPodName ... vocab.EnvConfSHA256) are in vocab/names.go.
+// addSidecar writes it; `sparklet sidecar` reads it with ParseSidecarEnv.
 type SidecarEnv struct {
 	// PodName and Namespace are the driver pod's. Rendered empty, they come
 	// from the pod's own metadata through the downward API.
