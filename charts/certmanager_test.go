@@ -20,10 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/certmanager"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/fixtures"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // certManagerBinDir is SPARKLET_CERTMANAGER_BIN_DIR, where
@@ -148,7 +148,7 @@ func TestCertManagerMode(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if got.Annotations[patches.AnnotationStatus] == "" {
+		if got.Annotations[vocab.AnnotationStatus] == "" {
 			return fmt.Errorf("driver admitted but not injected")
 		}
 		return nil

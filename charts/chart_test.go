@@ -30,13 +30,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/yaml"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/verify"
 	"github.com/sparklet/sparklet/test/webhookconfig"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 const release, releaseNS = "demo", "sparklet-system"
@@ -718,7 +718,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := other.Annotations[patches.AnnotationStatus]; ok {
+	if _, ok := other.Annotations[vocab.AnnotationStatus]; ok {
 		t.Error("a driver in a namespace outside namespaces.list was injected")
 	}
 }

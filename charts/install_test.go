@@ -18,10 +18,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/fixtures"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestHelmOnTheLocalAPIServer installs the chart with helm on the local
@@ -121,7 +121,7 @@ func TestHelmOnTheLocalAPIServer(t *testing.T) {
 		pod := fixtures.LoadPod(t, "../examples/spark-pi-pod.yaml")
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			got, err := c.Client().CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return err == nil && got.Annotations[patches.AnnotationStatus] != "", nil
+			return err == nil && got.Annotations[vocab.AnnotationStatus] != "", nil
 		})
 		if err != nil {
 			t.Fatalf("the webhook does not inject yet: %v", err)
@@ -141,7 +141,7 @@ func TestHelmOnTheLocalAPIServer(t *testing.T) {
 		}
 		err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			got, err := c.Client().CoreV1().Pods("team-a").Create(ctx, pod.DeepCopy(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-			return err == nil && got.Annotations[patches.AnnotationStatus] == "", nil
+			return err == nil && got.Annotations[vocab.AnnotationStatus] == "", nil
 		})
 		if err != nil {
 			t.Fatalf("the API server still calls the deleted webhook: %v", err)

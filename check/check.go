@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // WebhookName is the name of sparklet's webhook inside its
@@ -141,8 +141,8 @@ func namespaceMatch(r *report, hooks []webhook, ns *corev1.Namespace) []webhook 
 			r.line("%s: invalid namespaceSelector: %v", h, err)
 		case len(problems) > 0:
 			r.line("%s: namespace %s does not match its namespaceSelector: %s", h, ns.Name, strings.Join(problems, "; "))
-			if slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, "sparklet.io/inject=enabled") }) {
-				r.line("  to opt in: kubectl label namespace %s sparklet.io/inject=enabled", ns.Name)
+			if slices.ContainsFunc(problems, func(p string) bool { return strings.Contains(p, vocab.LabelInject+"=enabled") }) {
+				r.line("  to opt in: kubectl label namespace %s %s=enabled", ns.Name, vocab.LabelInject)
 			}
 		default:
 			r.line("%s: namespace matches its namespaceSelector (%s)", h, describeSelector(h.hook.NamespaceSelector))
@@ -199,7 +199,7 @@ func Namespace(ctx context.Context, w io.Writer, o Options, ns string) (bool, er
 	o.policyLines(ctx, r, ns)
 	ok := len(matching) > 0
 	if ok {
-		fmt.Fprintf(w, "namespace/%s: pods labelled %s=driver will be injected\n", ns, patches.LabelRole)
+		fmt.Fprintf(w, "namespace/%s: pods labelled %s=driver will be injected\n", ns, vocab.LabelRole)
 	} else {
 		fmt.Fprintf(w, "namespace/%s: pods will NOT be injected\n", ns)
 	}

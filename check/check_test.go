@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func hookConfig() *admissionv1.MutatingWebhookConfiguration {
@@ -23,7 +24,7 @@ func hookConfig() *admissionv1.MutatingWebhookConfiguration {
 		Webhooks: []admissionv1.MutatingWebhook{{
 			Name:           WebhookName,
 			Rules:          []admissionv1.RuleWithOperations{{Operations: []admissionv1.OperationType{admissionv1.Create}, Rule: admissionv1.Rule{Resources: []string{"pods"}}}},
-			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{patches.LabelRole: "driver"}},
+			ObjectSelector: &metav1.LabelSelector{MatchLabels: map[string]string{vocab.LabelRole: "driver"}},
 			NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"sparklet.io/inject": "enabled"},
 				MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system"}}}},
 		}},
@@ -131,14 +132,14 @@ func driverPod(name string, labels, annotations map[string]string) *corev1.Pod {
 
 func executor(name string, phase corev1.PodPhase) *corev1.Pod {
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a",
-		Labels: map[string]string{patches.LabelAppID: "spark-1", patches.LabelRole: "executor"}}, Status: corev1.PodStatus{Phase: phase}}
+		Labels: map[string]string{vocab.LabelAppID: "spark-1", vocab.LabelRole: "executor"}}, Status: corev1.PodStatus{Phase: phase}}
 }
 
 func TestPod(t *testing.T) {
 	optedIn := ns("team-a", map[string]string{"sparklet.io/inject": "enabled"})
 	started := metav1.NewTime(time.Now().Add(-3 * time.Minute))
-	injected := driverPod("pi", map[string]string{patches.LabelRole: "driver", patches.LabelAppID: "spark-1"},
-		map[string]string{patches.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`})
+	injected := driverPod("pi", map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: "spark-1"},
+		map[string]string{vocab.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`})
 	injected.Status = corev1.PodStatus{Phase: corev1.PodRunning,
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: patches.SidecarName, Ready: true, RestartCount: 1, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}},
 		ContainerStatuses:     []corev1.ContainerStatus{{Name: "spark", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, Message: "OOM\n"}}}}}
@@ -166,9 +167,9 @@ func TestPod(t *testing.T) {
 		},
 		{
 			name: "a driver waiting for Kueue", ok: true, pod: func() *corev1.Pod {
-				p := driverPod("pi", map[string]string{patches.LabelRole: "driver", patches.LabelAppID: "spark-1"},
-					map[string]string{patches.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`,
-						patches.AnnotationScheduling: `{"scheduler":"kueue","queue":"team-a","driver":{"cpu":"1"},"executors":2,"executor":{"cpu":"1","memory":"1408Mi"}}`})
+				p := driverPod("pi", map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: "spark-1"},
+					map[string]string{vocab.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`,
+						vocab.AnnotationScheduling: `{"scheduler":"kueue","queue":"team-a","driver":{"cpu":"1"},"executors":2,"executor":{"cpu":"1","memory":"1408Mi"}}`})
 				p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "kueue.x-k8s.io/admission"}}
 				p.Status.Phase = corev1.PodPending
 				return p
@@ -182,11 +183,11 @@ func TestPod(t *testing.T) {
 				"sparklet skips it: not labelled spark-role=driver"},
 		},
 		{
-			name: "opted out", pod: driverPod("pi", map[string]string{patches.LabelRole: "driver"}, map[string]string{patches.AnnotationInject: "false"}),
+			name: "opted out", pod: driverPod("pi", map[string]string{vocab.LabelRole: "driver"}, map[string]string{vocab.AnnotationInject: "false"}),
 			want: []string{"the pod matches its objectSelector (spark-role=driver), so the webhook saw it at creation", "sparklet skips it: opted out"},
 		},
 		{
-			name: "over the limit", pod: driverPod("pi", map[string]string{patches.LabelRole: "driver"}, nil),
+			name: "over the limit", pod: driverPod("pi", map[string]string{vocab.LabelRole: "driver"}, nil),
 			want: []string{"sparklet would refuse it: ", "maxExecutors"},
 		},
 	} {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Pod reports whether the pod was injected and, if not, why and whether it
@@ -29,10 +30,10 @@ func Pod(ctx context.Context, w io.Writer, o Options, ns, name string) (bool, er
 	}
 	subject := "pod/" + name
 	r := &report{w: w, indent: "  "}
-	if raw, ok := pod.Annotations[patches.AnnotationStatus]; ok {
+	if raw, ok := pod.Annotations[vocab.AnnotationStatus]; ok {
 		var st patches.Status
 		if err := json.Unmarshal([]byte(raw), &st); err != nil {
-			return false, fmt.Errorf("%s: annotation %s: %w", subject, patches.AnnotationStatus, err)
+			return false, fmt.Errorf("%s: annotation %s: %w", subject, vocab.AnnotationStatus, err)
 		}
 		fmt.Fprintf(w, "%s: injected by sparklet %s, application %s, Spark container %s\n", subject, st.Version, st.AppID, st.SparkContainer)
 		return true, o.driverState(ctx, r, pod, st)
@@ -104,7 +105,7 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if cs, ok := findStatus(pod.Status.ContainerStatuses, st.SparkContainer); ok {
 		r.line("spark container %s: %s", st.SparkContainer, containerState(cs))
 	}
-	sel := labels.SelectorFromSet(labels.Set{patches.LabelAppID: st.AppID, patches.LabelRole: "executor"}).String()
+	sel := labels.SelectorFromSet(labels.Set{vocab.LabelAppID: st.AppID, vocab.LabelRole: "executor"}).String()
 	execs, err := o.Client.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		r.line("executors: not listed: %v", err)

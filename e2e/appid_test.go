@@ -16,6 +16,7 @@ import (
 	"github.com/sparklet/sparklet/inject"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestEveryJobPodGetsItsOwnAppID runs Jobs of three parallel driver pods,
@@ -69,7 +70,7 @@ func TestEveryJobPodGetsItsOwnAppID(t *testing.T) {
 			for i := range pods {
 				pod := &pods[i]
 				requireInjected(t, pod)
-				id := pod.Labels[patches.LabelAppID]
+				id := pod.Labels[vocab.LabelAppID]
 				conf, err := patches.EffectiveConf(pod.Annotations)
 				if err != nil {
 					t.Fatal(err)

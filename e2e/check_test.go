@@ -14,8 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkletCheck runs `sparklet check` against the local control plane with
@@ -87,12 +87,12 @@ func TestCheckPods(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	appID := driver.Labels[patches.LabelAppID]
+	appID := driver.Labels[vocab.LabelAppID]
 	// Executors as the sidecar labels them: two that kwok runs, one that
 	// no node takes.
 	for i, selector := range []map[string]string{nil, nil, {"no-such-node": "true"}} {
 		exec := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: driver.Name + "-exec-" + string(rune('1'+i)), Labels: map[string]string{patches.LabelAppID: appID, patches.LabelRole: "executor"}},
+			ObjectMeta: metav1.ObjectMeta{Name: driver.Name + "-exec-" + string(rune('1'+i)), Labels: map[string]string{vocab.LabelAppID: appID, vocab.LabelRole: "executor"}},
 			Spec:       corev1.PodSpec{NodeSelector: selector, Containers: []corev1.Container{{Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.4"}}},
 		}
 		if _, err := pods.Create(ctx, exec, metav1.CreateOptions{}); err != nil {
@@ -110,7 +110,7 @@ func TestCheckPods(t *testing.T) {
 		t.Fatal(err)
 	}
 	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: patches.LabelRole + "=executor"})
+		list, err := pods.List(ctx, metav1.ListOptions{LabelSelector: vocab.LabelRole + "=executor"})
 		if err != nil {
 			return false, nil
 		}

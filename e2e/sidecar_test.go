@@ -15,10 +15,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/syncbuffer"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // driverRun is one injected driver pod with its sidecar running locally as
@@ -42,7 +42,7 @@ func startDriver(t *testing.T, ns string) *driverRun {
 	}
 	requireInjected(t, pod)
 	sc := env.StartSidecar(ctx, t, pod)
-	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[patches.LabelAppID], sc: sc}
+	d := &driverRun{t: t, ns: ns, pod: pod, appID: pod.Labels[vocab.LabelAppID], sc: sc}
 	return d
 }
 
@@ -82,7 +82,7 @@ func (d *driverRun) emulator(mode emulator.Mode, tweaks ...func(*emulator.Config
 
 // leftovers counts what of the application is still in the API server.
 func (d *driverRun) leftovers(ctx context.Context) (pods, configMaps int) {
-	sel := metav1.ListOptions{LabelSelector: patches.LabelAppID + "=" + d.appID}
+	sel := metav1.ListOptions{LabelSelector: vocab.LabelAppID + "=" + d.appID}
 	p, err := env.Client.CoreV1().Pods(d.ns).List(ctx, metav1.ListOptions{LabelSelector: sel.LabelSelector + ",spark-role=executor"})
 	if err == nil {
 		pods = len(p.Items)
@@ -135,7 +135,7 @@ func TestSidecarRunsExecutorsAndCleansUp(t *testing.T) {
 			t.Logf("Spark %s through the sidecar: 50 executors Running in %s", mode, time.Since(start).Round(time.Millisecond))
 			pods, _ := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
 			for _, p := range pods.Items {
-				if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != d.pod.UID || p.Labels[patches.LabelManaged] != "true" {
+				if len(p.OwnerReferences) != 1 || p.OwnerReferences[0].UID != d.pod.UID || p.Labels[vocab.LabelManaged] != "true" {
 					t.Fatalf("executor %s not owned by the driver or not labelled: %+v", p.Name, p.ObjectMeta)
 				}
 				if p.Spec.AutomountServiceAccountToken == nil || *p.Spec.AutomountServiceAccountToken {

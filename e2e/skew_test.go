@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The local API server is Kubernetes 1.37; sparklet is built against
@@ -47,7 +47,7 @@ func TestPodFieldNewerThanOurAPIIsKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	requireInjected(t, &pod)
-	if !strings.Contains(pod.Annotations[patches.AnnotationStatus], "sparklet-sidecar") {
+	if !strings.Contains(pod.Annotations[vocab.AnnotationStatus], "sparklet-sidecar") {
 		t.Error("pod was not injected")
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/e2egate"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // installTokenPolicy renders the chart's driver-token policies for the
@@ -119,7 +120,7 @@ func TestDriverTokenPolicy(t *testing.T) {
 	})
 	t.Run("opted out is refused", func(t *testing.T) {
 		p := examplePod(t, "spark-pi-pod.yaml")
-		p.Annotations = map[string]string{patches.AnnotationInject: "false"}
+		p.Annotations = map[string]string{vocab.AnnotationInject: "false"}
 		p.Spec.ServiceAccountName = testenv.DriverServiceAccount
 		if _, err := pods.Create(ctx, p, metav1.CreateOptions{}); err == nil || !strings.Contains(err.Error(), refusal) {
 			t.Fatalf("err = %v, want a refusal saying %q", err, refusal)
@@ -129,7 +130,7 @@ func TestDriverTokenPolicy(t *testing.T) {
 		// sparklet's status and sidecar written by hand on a pod the webhook
 		// never sees: a sidecar of the user's own image that mounts the token.
 		p := borrower()
-		p.Annotations = map[string]string{patches.AnnotationStatus: "{}"}
+		p.Annotations = map[string]string{vocab.AnnotationStatus: "{}"}
 		off, always := false, corev1.ContainerRestartPolicyAlways
 		p.Spec.AutomountServiceAccountToken = &off
 		p.Spec.InitContainers = []corev1.Container{{Name: patches.SidecarName, Image: "busybox", Args: []string{"sidecar"}, RestartPolicy: &always,

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestSparkUIServiceLivesWithTheDriver: a driver that asks for its UI gets
@@ -25,7 +25,7 @@ func TestSparkUIServiceLivesWithTheDriver(t *testing.T) {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[patches.AnnotationUI] = "true"
+	pod.Annotations[vocab.AnnotationUI] = "true"
 	pod, err := env.Client.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -37,14 +37,14 @@ func TestSparkUIServiceLivesWithTheDriver(t *testing.T) {
 	url := "http://" + name + "." + ns + ".svc:4040"
 	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-		return err == nil && p.Annotations[patches.AnnotationUIURL] != "", nil
+		return err == nil && p.Annotations[vocab.AnnotationUIURL] != "", nil
 	})
 	if err != nil {
-		t.Fatalf("no %s annotation on the driver: %v", patches.AnnotationUIURL, err)
+		t.Fatalf("no %s annotation on the driver: %v", vocab.AnnotationUIURL, err)
 	}
 	p, _ := env.Client.CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-	if got := p.Annotations[patches.AnnotationUIURL]; got != url {
-		t.Errorf("%s = %q, want %q", patches.AnnotationUIURL, got, url)
+	if got := p.Annotations[vocab.AnnotationUIURL]; got != url {
+		t.Errorf("%s = %q, want %q", vocab.AnnotationUIURL, got, url)
 	}
 	svc, err := env.Client.CoreV1().Services(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -53,7 +53,7 @@ func TestSparkUIServiceLivesWithTheDriver(t *testing.T) {
 	if own := svc.OwnerReferences; len(own) != 1 || own[0].UID != pod.UID {
 		t.Errorf("Service owners %+v, want the driver pod %s", own, pod.UID)
 	}
-	if svc.Spec.Ports[0].Port != 4040 || svc.Spec.Selector[patches.LabelAppID] != pod.Labels[patches.LabelAppID] {
+	if svc.Spec.Ports[0].Port != 4040 || svc.Spec.Selector[vocab.LabelAppID] != pod.Labels[vocab.LabelAppID] {
 		t.Errorf("Service spec %+v", svc.Spec)
 	}
 	// The sidecar writes Events from its own queue, so wait for it.

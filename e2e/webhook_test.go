@@ -18,6 +18,7 @@ import (
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/verify"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func ctxFor(t *testing.T) context.Context {
@@ -54,7 +55,7 @@ func requireInjected(t *testing.T, pod *corev1.Pod) {
 
 func requireUntouched(t *testing.T, pod *corev1.Pod) {
 	t.Helper()
-	if _, ok := pod.Annotations[patches.AnnotationStatus]; ok || len(pod.Spec.InitContainers) > 0 {
+	if _, ok := pod.Annotations[vocab.AnnotationStatus]; ok || len(pod.Spec.InitContainers) > 0 {
 		t.Fatalf("pod %s/%s was injected but should not have been", pod.Namespace, pod.Name)
 	}
 }
@@ -106,7 +107,7 @@ func TestOtherPodsAreUntouched(t *testing.T) {
 	requireUntouched(t, p)
 
 	optedOut := examplePod(t, "spark-pi-pod.yaml")
-	optedOut.Annotations[patches.AnnotationInject] = "false"
+	optedOut.Annotations[vocab.AnnotationInject] = "false"
 	optedOut.Name = "opted-out"
 	p, err = env.Client.CoreV1().Pods(optedIn).Create(ctx, optedOut, metav1.CreateOptions{})
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Config is what `sparklet init` runs with.
@@ -26,7 +27,7 @@ type Config struct {
 	AnnotationFile string
 	// Dest is the directory the entries' dests are relative to (spec.MountPath).
 	Dest string
-	// Policy, from spec.PolicyEnv, is checked again here, and sets the
+	// Policy, from vocab.EnvFetchPolicy, is checked again here, and sets the
 	// size and time limits.
 	Policy spec.Policy
 	// Retries is how many failed attempts in a row a file may have after
@@ -54,7 +55,7 @@ const (
 func (c Config) Validate() error {
 	var errs []string
 	if c.AnnotationFile == "" {
-		errs = append(errs, "--annotation-file is required: the file the downward API projects the "+spec.Annotation+" annotation into")
+		errs = append(errs, "--annotation-file is required: the file the downward API projects the "+vocab.AnnotationFetch+" annotation into")
 	}
 	if !filepath.IsAbs(c.Dest) {
 		errs = append(errs, fmt.Sprintf("--dest %q must be an absolute directory, normally %s", c.Dest, spec.MountPath))
@@ -66,7 +67,7 @@ func (c Config) Validate() error {
 		errs = append(errs, "--backoff, --max-backoff and --progress-every must not be negative")
 	}
 	if err := c.Policy.Validate(); err != nil {
-		errs = append(errs, spec.PolicyEnv+": "+err.Error())
+		errs = append(errs, vocab.EnvFetchPolicy+": "+err.Error())
 	}
 	if len(errs) > 0 {
 		return errors.New(strings.Join(errs, "; "))
@@ -107,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 	cfg = cfg.withDefaults()
 	data, err := os.ReadFile(cfg.AnnotationFile)
 	if err != nil {
-		return fmt.Errorf("read the %s annotation: %w", spec.Annotation, err)
+		return fmt.Errorf("read the %s annotation: %w", vocab.AnnotationFetch, err)
 	}
 	entries, err := spec.ParseAnnotation(string(data))
 	if err != nil {

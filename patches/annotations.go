@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // annotationPrefix is the prefix of the annotations sparklet owns.
@@ -17,18 +17,18 @@ const annotationPrefix = "sparklet.io/"
 // knownAnnotations are the sparklet.io/ annotations a pod may carry, each
 // with what it accepts. checkAnnotations refuses any other.
 var knownAnnotations = map[string]string{
-	AnnotationInject:             `"true" or "false"`,
-	AnnotationContainer:          "the name of the Spark container",
-	AnnotationSparkConf:          "Spark properties, one per line",
-	spec.Annotation:              "the remote dependencies, with their sha256",
-	AnnotationEffectiveConf:      "written by sparklet",
-	AnnotationStatus:             "written by sparklet",
-	AnnotationUI:                 `"true" or "false" (a Service for the Spark UI)`,
-	AnnotationUIURL:              "written by sparklet",
-	AnnotationBatchScheduler:     "yunikorn, kueue or none",
-	AnnotationQueue:              "the batch scheduler's queue: a YuniKorn queue path or a Kueue LocalQueue",
-	AnnotationPlaceholderTimeout: "how long YuniKorn keeps the gang's placeholders, such as 10m",
-	AnnotationScheduling:         "written by sparklet",
+	vocab.AnnotationInject:             `"true" or "false"`,
+	vocab.AnnotationContainer:          "the name of the Spark container",
+	vocab.AnnotationSparkConf:          "Spark properties, one per line",
+	vocab.AnnotationFetch:              "the remote dependencies, with their sha256",
+	vocab.AnnotationEffectiveConf:      "written by sparklet",
+	vocab.AnnotationStatus:             "written by sparklet",
+	vocab.AnnotationUI:                 `"true" or "false" (a Service for the Spark UI)`,
+	vocab.AnnotationUIURL:              "written by sparklet",
+	vocab.AnnotationBatchScheduler:     "yunikorn, kueue or none",
+	vocab.AnnotationQueue:              "the batch scheduler's queue: a YuniKorn queue path or a Kueue LocalQueue",
+	vocab.AnnotationPlaceholderTimeout: "how long YuniKorn keeps the gang's placeholders, such as 10m",
+	vocab.AnnotationScheduling:         "written by sparklet",
 }
 
 // checkAnnotations refuses a sparklet.io/ annotation sparklet does not
@@ -46,21 +46,21 @@ func checkAnnotations(pod *corev1.Pod) error {
 				k, strings.Join(slices.Sorted(maps.Keys(knownAnnotations)), ", "))}
 		}
 	}
-	if v, ok := pod.Annotations[AnnotationInject]; ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
+	if v, ok := pod.Annotations[vocab.AnnotationInject]; ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
 		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
 			"annotation %s: %q is not valid; write %s (\"false\" opts the pod out of sparklet)",
-			AnnotationInject, v, knownAnnotations[AnnotationInject])}
+			vocab.AnnotationInject, v, knownAnnotations[vocab.AnnotationInject])}
 	}
-	if v, ok := pod.Annotations[AnnotationContainer]; ok && strings.TrimSpace(v) == "" {
+	if v, ok := pod.Annotations[vocab.AnnotationContainer]; ok && strings.TrimSpace(v) == "" {
 		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(
-			"annotation %s is empty; write %s, or remove it", AnnotationContainer, knownAnnotations[AnnotationContainer])}
+			"annotation %s is empty; write %s, or remove it", vocab.AnnotationContainer, knownAnnotations[vocab.AnnotationContainer])}
 	}
 	return nil
 }
 
 // optedOut tells whether the pod opts out with sparklet.io/inject: "false".
 func optedOut(pod *corev1.Pod) bool {
-	v, ok := pod.Annotations[AnnotationInject]
+	v, ok := pod.Annotations[vocab.AnnotationInject]
 	return ok && strings.EqualFold(v, "false")
 }
 
@@ -69,7 +69,7 @@ func optedOut(pod *corev1.Pod) bool {
 func ignoredAnnotations(pod *corev1.Pod, why string) []string {
 	var keys []string
 	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
-		if strings.HasPrefix(k, annotationPrefix) && k != AnnotationInject {
+		if strings.HasPrefix(k, annotationPrefix) && k != vocab.AnnotationInject {
 			keys = append(keys, k)
 		}
 	}
@@ -82,12 +82,12 @@ func ignoredAnnotations(pod *corev1.Pod, why string) []string {
 // warnWrittenBySparklet warns when a pod that sparklet has not injected yet
 // sets an annotation sparklet writes: its value is replaced.
 func warnWrittenBySparklet(pod *corev1.Pod, p *plan) error {
-	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+	if _, injected := pod.Annotations[vocab.AnnotationStatus]; injected {
 		return nil
 	}
-	if _, ok := pod.Annotations[AnnotationEffectiveConf]; ok {
+	if _, ok := pod.Annotations[vocab.AnnotationEffectiveConf]; ok {
 		p.warn(fmt.Sprintf("sparklet replaced annotation %s, which it writes itself; put your Spark properties in %s",
-			AnnotationEffectiveConf, AnnotationSparkConf))
+			vocab.AnnotationEffectiveConf, vocab.AnnotationSparkConf))
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // pickAppID keeps a valid spark-app-selector label (so reinvocation and
@@ -24,14 +26,14 @@ func pickAppID(pod *corev1.Pod, p *plan) error {
 	if p.in.Template {
 		return nil
 	}
-	id := pod.Labels[LabelAppID]
+	id := pod.Labels[vocab.LabelAppID]
 	if id != "" && fromTemplate(pod) && recordedAppID(pod) != id {
 		id = ""
 	}
 	if id != "" {
 		if msgs := validation.IsValidLabelValue(id); len(msgs) > 0 {
 			return &Refused{Reason: "bad-app-id", Message: fmt.Sprintf(
-				"label %s=%q is not a valid label value: %s", LabelAppID, id, strings.Join(msgs, "; "))}
+				"label %s=%q is not a valid label value: %s", vocab.LabelAppID, id, strings.Join(msgs, "; "))}
 		}
 	} else if p.in.AppID != "" {
 		id = p.in.AppID
@@ -55,7 +57,7 @@ func fromTemplate(pod *corev1.Pod) bool {
 // recordedAppID is the application id the status annotation records.
 func recordedAppID(pod *corev1.Pod) string {
 	var st Status
-	if json.Unmarshal([]byte(pod.Annotations[AnnotationStatus]), &st) != nil {
+	if json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st) != nil {
 		return ""
 	}
 	return st.AppID
@@ -65,9 +67,9 @@ func recordedAppID(pod *corev1.Pod) string {
 // executors carry too.
 func labelAppID(pod *corev1.Pod, p *plan, _ *Status) error {
 	if p.appID == "" {
-		delete(pod.Labels, LabelAppID)
+		delete(pod.Labels, vocab.LabelAppID)
 		return nil
 	}
-	pod.Labels[LabelAppID] = p.appID
+	pod.Labels[vocab.LabelAppID] = p.appID
 	return nil
 }

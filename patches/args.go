@@ -5,12 +5,13 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sparklet/sparklet/patches/sparkconf"
 	"github.com/sparklet/sparklet/patches/submitargs"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // argConf is the Spark configuration the Spark container's command line
@@ -40,7 +41,7 @@ func readArgs(c *corev1.Container, env containerEnv, p *plan) (argConf, submitar
 		// Kept short: the API server may truncate a warning over 256
 		// characters.
 		p.warn(fmt.Sprintf("container %q: Spark options in its arguments were not checked: %s; put them in the %s annotation",
-			c.Name, cmd.Unchecked, AnnotationSparkConf))
+			c.Name, cmd.Unchecked, vocab.AnnotationSparkConf))
 	}
 	out, err := readSubmit(fmt.Sprintf("container %q", c.Name), cmd.Submit, p)
 	return out, cmd, err
@@ -54,11 +55,11 @@ func readSubmit(what string, s submitargs.Submit, p *plan) (argConf, error) {
 		return out, &Refused{Reason: "properties-file", Message: fmt.Sprintf(
 			"%s passes --properties-file %s, which stops Spark 3.5 from reading the configuration sparklet "+
 				"delivers in spark-defaults.conf; move its properties into the %s annotation",
-			what, f, AnnotationSparkConf)}
+			what, f, vocab.AnnotationSparkConf)}
 	}
 	if f, ok := s.Last("--extra-properties-file"); ok {
 		p.warn(fmt.Sprintf("%s: the properties in --extra-properties-file %s were not checked; put them in the %s annotation",
-			what, f, AnnotationSparkConf))
+			what, f, vocab.AnnotationSparkConf))
 	}
 	settings, err := s.Conf()
 	if err != nil {
@@ -94,7 +95,7 @@ func (s confSource) setter(k string) string {
 func (s confSource) check(p *plan) error {
 	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
 		v := s.conf[k]
-		if why := unsafeText(k, v); why != "" {
+		if why := sparkconf.UnsafeText(k, v); why != "" {
 			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
 				"%s sets %q %s; a Spark property is one line of spark-defaults.conf, so remove it", s.setter(k), k, why)}
 		}
@@ -126,20 +127,4 @@ func (s confSource) warnForeign(p *plan) {
 				"(for Hadoop and Hive, spark.hadoop.%s); kept in the effective conf", s.setter(k), k, k))
 		}
 	}
-}
-
-// unsafeText says what makes a Spark property unsafe to write: a line
-// break or NUL in its key or value (a second line would be a property of
-// its own), or text that is not UTF-8 (Spark reads the file as UTF-8).
-// It returns "" when there is nothing.
-func unsafeText(k, v string) string {
-	for _, f := range []struct{ name, text string }{{"key", k}, {"value", v}} {
-		if i := strings.IndexAny(f.text, "\r\n\x00"); i >= 0 {
-			return fmt.Sprintf("with %q in its %s", f.text[i:i+1], f.name)
-		}
-		if !utf8.ValidString(f.text) {
-			return "with text that is not UTF-8 in its " + f.name
-		}
-	}
-	return ""
 }

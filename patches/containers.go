@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Helpers the driver and executor code share: upserts by key, finding the
@@ -64,7 +65,7 @@ func envIndex(env []corev1.EnvVar, name string) int {
 // mesh's proxy.
 func findContainer(pod *corev1.Pod, names []string) (int, error) {
 	cs := pod.Spec.Containers
-	if want, ok := pod.Annotations[AnnotationContainer]; ok {
+	if want, ok := pod.Annotations[vocab.AnnotationContainer]; ok {
 		for i := range cs {
 			if cs[i].Name == want {
 				return i, nil
@@ -72,7 +73,7 @@ func findContainer(pod *corev1.Pod, names []string) (int, error) {
 		}
 		return 0, &Refused{Reason: "no-spark-container", Message: fmt.Sprintf(
 			"annotation %s names container %q, but the pod's containers are %s; fix the annotation",
-			AnnotationContainer, want, listNames(cs))}
+			vocab.AnnotationContainer, want, listNames(cs))}
 	}
 	for _, n := range names {
 		for i := range cs {
@@ -86,7 +87,7 @@ func findContainer(pod *corev1.Pod, names []string) (int, error) {
 	}
 	return 0, &Refused{Reason: "no-spark-container", Message: fmt.Sprintf(
 		"cannot tell which container runs Spark among %s: name it %s, or annotate the pod with %s: <name>",
-		listNames(cs), strings.Join(quoteAll(names), ", "), AnnotationContainer)}
+		listNames(cs), strings.Join(quoteAll(names), ", "), vocab.AnnotationContainer)}
 }
 
 func listNames(cs []corev1.Container) string {

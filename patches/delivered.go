@@ -8,6 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The JVM's configuration is the pod's own sparklet.io/spark-conf, as the
@@ -19,7 +22,7 @@ import (
 // The conf init container writes both, in this order, after the image's
 // spark-defaults.conf; java.util.Properties.load keeps the last value of a
 // key, and a blank line ends a continuation the user's text may leave
-// open (see loadProperties).
+// open (see sparkconf.Load).
 
 // UserConfFile is the file, next to ConfFile in the conf init container's
 // downward API volume, that holds the pod's sparklet.io/spark-conf.
@@ -27,7 +30,7 @@ const UserConfFile = "spark-conf"
 
 // Headers of the two parts of DeliveredConf.
 const (
-	userConfHeader      = "# sparklet: annotation " + AnnotationSparkConf + ", as the pod sets it"
+	userConfHeader      = "# sparklet: annotation " + vocab.AnnotationSparkConf + ", as the pod sets it"
 	effectiveConfHeader = "# sparklet: the effective configuration, which overrides the lines above"
 )
 
@@ -35,8 +38,8 @@ const (
 // image's spark-defaults.conf, from the pod's annotations: what the JVM
 // reads, and what the sidecar checks against the digest the webhook took.
 func DeliveredConf(annotations map[string]string) string {
-	user, ok := annotations[AnnotationSparkConf]
-	return deliveredConf(user, ok, annotations[AnnotationEffectiveConf])
+	user, ok := annotations[vocab.AnnotationSparkConf]
+	return deliveredConf(user, ok, annotations[vocab.AnnotationEffectiveConf])
 }
 
 func deliveredConf(user string, hasUser bool, effective string) string {
@@ -61,17 +64,17 @@ func DeliveredDigest(pod *corev1.Pod) string {
 		}
 		for _, item := range v.DownwardAPI.Items {
 			if item.Path == UserConfFile {
-				return ConfDigest(DeliveredConf(pod.Annotations))
+				return sparkconf.Digest(DeliveredConf(pod.Annotations))
 			}
 		}
 	}
-	return ConfDigest(pod.Annotations[AnnotationEffectiveConf])
+	return sparkconf.Digest(pod.Annotations[vocab.AnnotationEffectiveConf])
 }
 
 // EffectiveConf is the driver's effective Spark configuration, read from
 // its annotations as the JVM reads DeliveredConf.
 func EffectiveConf(annotations map[string]string) (map[string]string, error) {
-	return ParseSparkConf(DeliveredConf(annotations))
+	return sparkconf.Parse(DeliveredConf(annotations))
 }
 
 // changedFrom is the part of conf that user does not already set to the
@@ -107,5 +110,5 @@ func refuseOversizedAnnotations(pod *corev1.Pod) error {
 		"metadata.annotations: the injected pod's annotations would total %d bytes, over the API server's limit of %d "+
 			"(TotalAnnotationSizeLimitB); the largest are %s; make %s smaller, for example by moving properties into "+
 			"a conf directory of your own (SPARK_CONF_DIR), whose files sparklet copies",
-		total, apivalidation.TotalAnnotationSizeLimitB, strings.Join(largest, ", "), AnnotationSparkConf)}
+		total, apivalidation.TotalAnnotationSizeLimitB, strings.Join(largest, ", "), vocab.AnnotationSparkConf)}
 }

@@ -12,7 +12,8 @@ import (
 
 	apivalidation "k8s.io/apimachinery/pkg/api/validation"
 
-	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // bigConf is a sparklet.io/spark-conf of about size bytes.
@@ -38,7 +39,7 @@ func annotationsSize(a map[string]string) int {
 // second copy of the user's conf.
 func TestLargeConfStoredOnce(t *testing.T) {
 	pod := driverPod()
-	pod.Annotations = map[string]string{AnnotationSparkConf: bigConf(150 << 10)}
+	pod.Annotations = map[string]string{vocab.AnnotationSparkConf: bigConf(150 << 10)}
 	before := annotationsSize(pod.Annotations)
 	if _, err := inject(t, pod, mustPolicy(t, testPolicy)); err != nil {
 		t.Fatal(err)
@@ -47,8 +48,8 @@ func TestLargeConfStoredOnce(t *testing.T) {
 	if grown := after - before; grown > 4<<10 {
 		t.Errorf("annotations grew by %d bytes (%d to %d); the user's conf is stored twice", grown, before, after)
 	}
-	if strings.Contains(pod.Annotations[AnnotationEffectiveConf], "FILLER") {
-		t.Errorf("%s repeats the user's properties", AnnotationEffectiveConf)
+	if strings.Contains(pod.Annotations[vocab.AnnotationEffectiveConf], "FILLER") {
+		t.Errorf("%s repeats the user's properties", vocab.AnnotationEffectiveConf)
 	}
 }
 
@@ -56,7 +57,7 @@ func TestLargeConfStoredOnce(t *testing.T) {
 // refused, with the annotations and their sizes named.
 func TestOversizedAnnotationsRefused(t *testing.T) {
 	pod := driverPod()
-	pod.Annotations = map[string]string{AnnotationSparkConf: bigConf(apivalidation.TotalAnnotationSizeLimitB - 1000)}
+	pod.Annotations = map[string]string{vocab.AnnotationSparkConf: bigConf(apivalidation.TotalAnnotationSizeLimitB - 1000)}
 	_, err := inject(t, pod, mustPolicy(t, testPolicy))
 	var refused *Refused
 	if !errors.As(err, &refused) || refused.Reason != "annotations-too-large" {
@@ -64,8 +65,8 @@ func TestOversizedAnnotationsRefused(t *testing.T) {
 	}
 	for _, want := range []string{"metadata.annotations: the injected pod's annotations would total ",
 		"over the API server's limit of 262144 (TotalAnnotationSizeLimitB)",
-		fmt.Sprintf("%s (%d bytes)", AnnotationSparkConf, len(AnnotationSparkConf)+len(pod.Annotations[AnnotationSparkConf])),
-		AnnotationEffectiveConf + " ("} {
+		fmt.Sprintf("%s (%d bytes)", vocab.AnnotationSparkConf, len(vocab.AnnotationSparkConf)+len(pod.Annotations[vocab.AnnotationSparkConf])),
+		vocab.AnnotationEffectiveConf + " ("} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("refusal %q does not contain %q", err, want)
 		}
@@ -79,7 +80,7 @@ func TestOversizedAnnotationsRefused(t *testing.T) {
 func TestDeliveredConfIsEffective(t *testing.T) {
 	pod := driverPod()
 	user := "spark.app.name mine\nspark.executor.memory 2g\nspark.open.continuation a\\"
-	pod.Annotations = map[string]string{AnnotationSparkConf: user}
+	pod.Annotations = map[string]string{vocab.AnnotationSparkConf: user}
 	c := &pod.Spec.Containers[0]
 	c.Args = append([]string{c.Args[0], "--conf", "spark.executor.memory=3g"}, c.Args[1:]...)
 	if _, err := inject(t, pod, mustPolicy(t, testPolicy)); err != nil {
@@ -100,8 +101,8 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 			t.Errorf("%s = %q, want %q", k, conf[k], want)
 		}
 	}
-	if strings.Contains(pod.Annotations[AnnotationEffectiveConf], "spark.app.name") {
-		t.Errorf("%s repeats a value the user set:\n%s", AnnotationEffectiveConf, pod.Annotations[AnnotationEffectiveConf])
+	if strings.Contains(pod.Annotations[vocab.AnnotationEffectiveConf], "spark.app.name") {
+		t.Errorf("%s repeats a value the user set:\n%s", vocab.AnnotationEffectiveConf, pod.Annotations[vocab.AnnotationEffectiveConf])
 	}
 
 	// The conf init container's script writes the same text.
@@ -112,7 +113,7 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for name, text := range map[string]string{ConfFile: pod.Annotations[AnnotationEffectiveConf], UserConfFile: user} {
+	for name, text := range map[string]string{ConfFile: pod.Annotations[vocab.AnnotationEffectiveConf], UserConfFile: user} {
 		if err := os.WriteFile(filepath.Join(info, name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +127,7 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 	if string(written) != DeliveredConf(pod.Annotations) {
 		t.Errorf("the script wrote\n%s\nDeliveredConf is\n%s", written, DeliveredConf(pod.Annotations))
 	}
-	if again, err := ParseSparkConf(string(written)); err != nil || !maps.Equal(again, conf) {
+	if again, err := sparkconf.Parse(string(written)); err != nil || !maps.Equal(again, conf) {
 		t.Errorf("the written file reads as %v (%v), want %v", again, err, conf)
 	}
 }
@@ -141,22 +142,22 @@ func TestDeliveredDigest(t *testing.T) {
 	if _, err := inject(t, plain, pol); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := DeliveredDigest(plain), ConfDigest(plain.Annotations[AnnotationEffectiveConf]); got != want {
+	if got, want := DeliveredDigest(plain), sparkconf.Digest(plain.Annotations[vocab.AnnotationEffectiveConf]); got != want {
 		t.Errorf("without sparklet.io/spark-conf: digest %s, want the effective conf's %s", got, want)
 	}
 	withConf := driverPod()
-	withConf.Annotations = map[string]string{AnnotationSparkConf: "spark.app.name mine\n"}
+	withConf.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.app.name mine\n"}
 	if _, err := inject(t, withConf, pol); err != nil {
 		t.Fatal(err)
 	}
 	admitted := DeliveredDigest(withConf)
-	if admitted != ConfDigest(DeliveredConf(withConf.Annotations)) {
+	if admitted != sparkconf.Digest(DeliveredConf(withConf.Annotations)) {
 		t.Errorf("with sparklet.io/spark-conf: the digest does not cover DeliveredConf")
 	}
 	sidecarEnv := ""
 	for _, c := range withConf.Spec.InitContainers {
 		for _, e := range c.Env {
-			if e.Name == policy.EnvConfSHA256 {
+			if e.Name == vocab.EnvConfSHA256 {
 				sidecarEnv = e.Value
 			}
 		}
@@ -164,7 +165,7 @@ func TestDeliveredDigest(t *testing.T) {
 	if sidecarEnv != admitted {
 		t.Errorf("the sidecar's SPARKLET_CONF_SHA256 is %q, want %s", sidecarEnv, admitted)
 	}
-	withConf.Annotations[AnnotationSparkConf] += "spark.kubernetes.executor.podTemplateFile /tmp/x\n"
+	withConf.Annotations[vocab.AnnotationSparkConf] += "spark.kubernetes.executor.podTemplateFile /tmp/x\n"
 	if DeliveredDigest(withConf) == admitted {
 		t.Errorf("an edit of sparklet.io/spark-conf leaves the digest as it was")
 	}
@@ -176,7 +177,7 @@ func TestDeliveredDigest(t *testing.T) {
 // TestRenderAgainstJava).
 func TestDeliveredConfClosesContinuations(t *testing.T) {
 	for _, user := range []string{"spark.a b\\", "spark.a b\\\r", "spark.a b\\\n", "spark.a \\\n  \\", "#x\\", "spark.a b\\\\\\"} {
-		conf, err := ParseSparkConf(deliveredConf(user, true, "spark.master local\n"))
+		conf, err := sparkconf.Parse(deliveredConf(user, true, "spark.master local\n"))
 		if err != nil || conf["spark.master"] != "local" {
 			t.Errorf("after %q: spark.master = %q (%v), want the effective conf's", user, conf["spark.master"], err)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // check reads the pod and the policy, refuses what the policy forbids, and
@@ -86,7 +88,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 // or another error for input it cannot handle. Errors from a check or
 // step are a *StepError.
 func Driver(pod *corev1.Pod, in Input) (Result, error) {
-	if pod.Labels[LabelRole] != "driver" {
+	if pod.Labels[vocab.LabelRole] != "driver" {
 		return Result{Skipped: &Skip{Reason: SkipNotDriver, Message: "not labelled spark-role=driver"}}, nil
 	}
 	if skip := launchedElsewhere(pod); skip != nil {
@@ -97,8 +99,8 @@ func Driver(pod *corev1.Pod, in Input) (Result, error) {
 		return Result{}, &StepError{Step: "annotations", Err: err}
 	}
 	if optedOut(pod) {
-		why := "the pod opts out with " + AnnotationInject + `: "false"`
-		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + AnnotationInject + `: "false"`},
+		why := "the pod opts out with " + vocab.AnnotationInject + `: "false"`
+		return Result{Skipped: &Skip{Reason: SkipOptedOut, Message: "opted out with annotation " + vocab.AnnotationInject + `: "false"`},
 			Warnings: append(ignoredAnnotations(pod, why), warnSkippedOnDriverAccount(pod, in.Policy, "it opts out")...)}, nil
 	}
 	if in.Policy == nil {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // testPolicy puts credentials, limits and enforced values in play; the
@@ -35,7 +36,7 @@ func mustPolicy(t testing.TB, text string) *policy.Effective {
 
 func driverPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{LabelRole: "driver"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{vocab.LabelRole: "driver"}},
 		// A driver runs as a ServiceAccount of its own, which its
 		// executors (default) never share.
 		Spec: corev1.PodSpec{ServiceAccountName: "spark-driver", Containers: []corev1.Container{{
@@ -83,7 +84,7 @@ func TestDriverInjects(t *testing.T) {
 			t.Errorf("conf %s = %q, want %q", k, conf[k], v)
 		}
 	}
-	if pod.Labels[LabelAppID] != "spark-test" || pod.Labels["cost-center"] != "data" {
+	if pod.Labels[vocab.LabelAppID] != "spark-test" || pod.Labels["cost-center"] != "data" {
 		t.Errorf("labels = %v", pod.Labels)
 	}
 	if a := pod.Spec.AutomountServiceAccountToken; a == nil || *a {
@@ -178,10 +179,10 @@ func TestDriverRefusals(t *testing.T) {
 			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
 		})},
 		{"instances", "over-limit", "limits.maxExecutors=20", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.instances 50"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.executor.instances 50"}
 		})},
 		{"executor memory", "over-limit", "limits.executor.maxMemory", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.memory=40g"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.executor.memory=40g"}
 		})},
 		{"enforced in args", "enforced-key", "spark.eventLog.enabled", driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Args = append([]string{"driver", "--conf", "spark.eventLog.enabled=false"}, p.Spec.Containers[0].Args[1:]...)
@@ -200,7 +201,7 @@ func TestDriverRefusals(t *testing.T) {
 			p.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "SPARK_CONF_DIR", Value: "conf"}}
 		})},
 		{"bad annotation", "bad-spark-conf", "line 1", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.a=\\u12"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.a=\\u12"}
 		})},
 	}
 	for _, tc := range cases {
@@ -220,8 +221,8 @@ func TestDriverRefusals(t *testing.T) {
 func TestDriverSkips(t *testing.T) {
 	pol := mustPolicy(t, testPolicy)
 	for name, pod := range map[string]*corev1.Pod{
-		"opted out": driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationInject: "false"} }),
-		"executor":  driverPod(func(p *corev1.Pod) { p.Labels[LabelRole] = "executor" }),
+		"opted out": driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{vocab.AnnotationInject: "false"} }),
+		"executor":  driverPod(func(p *corev1.Pod) { p.Labels[vocab.LabelRole] = "executor" }),
 	} {
 		before := pod.DeepCopy()
 		skipped, err := inject(t, pod, pol)

@@ -4,12 +4,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Env of the Spark container that the effective conf refers to as ${env:...}.
 const (
-	envPodName     = "SPARKLET_POD_NAME"
-	envPodIP       = "SPARKLET_POD_IP"
 	envBindAddress = "SPARK_DRIVER_BIND_ADDRESS"
 )
 
@@ -24,8 +24,8 @@ func fieldEnv(name, path string) corev1.EnvVar {
 func addEnv(pod *corev1.Pod, p *plan, done *Status) error {
 	c := p.container(pod)
 	own := []corev1.EnvVar{
-		fieldEnv(envPodName, "metadata.name"),
-		fieldEnv(envPodIP, "status.podIP"),
+		fieldEnv(vocab.EnvPodName, "metadata.name"),
+		fieldEnv(vocab.EnvPodIP, "status.podIP"),
 		fieldEnv(envBindAddress, "status.podIP"),
 		{Name: "SPARK_CONF_DIR", Value: ConfDir},
 		// fabric8 would otherwise pick up a kubeconfig or a service-account

@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches/submitargs"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // containerEnv is a container's environment as the kubelet will set it,
@@ -220,7 +221,7 @@ func readPySparkSubmitArgs(c *corev1.Container, env containerEnv, p *plan) (conf
 	s, read, err := submitargs.PySparkSubmitArgs(value)
 	if !read {
 		p.warn(fmt.Sprintf("%s: its spark-submit options were not checked: it has a backslash, which Python's shlex.split and "+
-			"Spark read differently; put them in the %s annotation", what, AnnotationSparkConf))
+			"Spark read differently; put them in the %s annotation", what, vocab.AnnotationSparkConf))
 		return src, nil
 	}
 	if err != nil {

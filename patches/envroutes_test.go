@@ -5,6 +5,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestPolicyEnvRoutes: the driver policy's env is read like the pod's, so
@@ -20,7 +23,7 @@ driver:
 	if _, err := inject(t, pod, pol); err != nil {
 		t.Fatal(err)
 	}
-	conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+	conf, err := sparkconf.Parse(pod.Annotations[vocab.AnnotationEffectiveConf])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +44,7 @@ driver:
 func TestEnvRoutesRankBelowTheConfFile(t *testing.T) {
 	pol := mustPolicy(t, testPolicy) // spark.executor.instances defaults to 2
 	pod := driverPod(func(p *corev1.Pod) {
-		p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.cores 2\n"}
+		p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.executor.cores 2\n"}
 		p.Spec.Containers[0].Env = []corev1.EnvVar{
 			{Name: "_JAVA_OPTIONS", Value: "-Dspark.executor.instances=7 -Dspark.executor.cores=3 -Dspark.executor.memory=5g"},
 			{Name: "SPARK_EXECUTOR_MEMORY", Value: "6g"},

@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // ExecutorInput is everything an executor pod is patched with besides the pod.
@@ -55,7 +56,7 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 	}
 	off := false
 	pod.Spec.AutomountServiceAccountToken = &off
-	pod.Labels[LabelManaged] = "true"
+	pod.Labels[vocab.LabelManaged] = "true"
 	if in.Driver != nil {
 		setController(pod, in.Driver)
 	}
@@ -79,13 +80,13 @@ func (in ExecutorInput) driverConf() map[string]string {
 }
 
 func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {
-	if pod.Labels[LabelRole] != "executor" {
+	if pod.Labels[vocab.LabelRole] != "executor" {
 		return &Refused{Reason: "not-executor", Message: fmt.Sprintf(
-			"pod %q is not an executor: label %s must be \"executor\"", pod.Name, LabelRole)}
+			"pod %q is not an executor: label %s must be \"executor\"", pod.Name, vocab.LabelRole)}
 	}
-	if got := pod.Labels[LabelAppID]; got != in.AppID {
+	if got := pod.Labels[vocab.LabelAppID]; got != in.AppID {
 		return &Refused{Reason: "other-app", Message: fmt.Sprintf(
-			"pod %q has label %s=%q, but this driver's application is %q", pod.Name, LabelAppID, got, in.AppID)}
+			"pod %q has label %s=%q, but this driver's application is %q", pod.Name, vocab.LabelAppID, got, in.AppID)}
 	}
 	pol := in.Policy
 	if pod.Spec.HostNetwork || pod.Spec.HostPID || pod.Spec.HostIPC {

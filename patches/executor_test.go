@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func executorPod(mod ...func(*corev1.Pod)) *corev1.Pod {
@@ -15,7 +17,7 @@ func executorPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   "pi-exec-1",
-			Labels: map[string]string{LabelRole: "executor", LabelAppID: "spark-test", LabelExecID: "1"},
+			Labels: map[string]string{vocab.LabelRole: "executor", vocab.LabelAppID: "spark-test", vocab.LabelExecID: "1"},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: "v1", Kind: "Pod", Name: "pi", UID: "driver-uid", Controller: &yes,
 			}},
@@ -52,7 +54,7 @@ func TestExecutorPatched(t *testing.T) {
 	} else if pod.OwnerReferences[0].BlockOwnerDeletion != nil {
 		t.Errorf("owner reference sets blockOwnerDeletion, which OwnerReferencesPermissionEnforcement refuses without pods/finalizers: %+v", pod.OwnerReferences[0])
 	}
-	if pod.Labels[LabelManaged] != "true" {
+	if pod.Labels[vocab.LabelManaged] != "true" {
 		t.Errorf("labels = %v", pod.Labels)
 	}
 	if len(pod.Spec.Tolerations) != 1 || pod.Spec.Tolerations[0].Key != "spot" {
@@ -80,8 +82,8 @@ func TestExecutorRefusals(t *testing.T) {
 		name, reason string
 		pod          *corev1.Pod
 	}{
-		{"other app", "other-app", executorPod(func(p *corev1.Pod) { p.Labels[LabelAppID] = "spark-other" })},
-		{"not executor", "not-executor", executorPod(func(p *corev1.Pod) { p.Labels[LabelRole] = "driver" })},
+		{"other app", "other-app", executorPod(func(p *corev1.Pod) { p.Labels[vocab.LabelAppID] = "spark-other" })},
+		{"not executor", "not-executor", executorPod(func(p *corev1.Pod) { p.Labels[vocab.LabelRole] = "driver" })},
 		{"privileged", "privileged", executorPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].SecurityContext = &corev1.SecurityContext{Privileged: &yes}
 		})},

@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 const enforcingPolicy = `
@@ -28,7 +30,7 @@ allowedImages: ["apache/spark:*"]
 func TestSidecarEnforcesSparkKeysThatShapeExecutors(t *testing.T) {
 	driver := driverPod()
 	driver.UID = "driver-uid"
-	driver.Annotations = map[string]string{AnnotationEffectiveConf: "spark.executor.memoryOverheadFactor 0.25\n"}
+	driver.Annotations = map[string]string{vocab.AnnotationEffectiveConf: "spark.executor.memoryOverheadFactor 0.25\n"}
 	in := ExecutorInput{Policy: mustPolicy(t, enforcingPolicy), Driver: driver, AppID: "spark-test"}
 	pod := executorPod(func(p *corev1.Pod) {
 		p.Labels["team"] = "mine"

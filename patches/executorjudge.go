@@ -9,6 +9,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The executor pod fields a refusal can name (Refused.Field).
@@ -86,7 +88,7 @@ func executorOf(conf map[string]string) (*corev1.Pod, error) {
 	c.Resources.Requests[corev1.ResourceMemory], c.Resources.Limits[corev1.ResourceMemory] = memory, memory.DeepCopy()
 	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{c}, Volumes: hostPathVolumes(conf)}}
 	pod.Name = "exec-1"
-	pod.Labels = map[string]string{LabelRole: "executor", LabelAppID: admissionAppID}
+	pod.Labels = map[string]string{vocab.LabelRole: "executor", vocab.LabelAppID: admissionAppID}
 	return pod, nil
 }
 

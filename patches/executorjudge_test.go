@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkExecutor is the executor pod stock Spark would ask the sidecar for,
@@ -65,7 +67,7 @@ allowedImages: ["apache/spark:*"]
 		t.Run(tc.name, func(t *testing.T) {
 			pod := driverPod(func(p *corev1.Pod) {
 				p.Spec.Containers[0].Image = "apache/spark:4.0.1"
-				p.Annotations = map[string]string{AnnotationSparkConf: tc.conf}
+				p.Annotations = map[string]string{vocab.AnnotationSparkConf: tc.conf}
 			})
 			_, err := inject(t, pod, mustPolicy(t, pol))
 			var r *Refused
@@ -88,8 +90,8 @@ allowedImages: ["apache/spark:*"]
 			if err != nil {
 				t.Fatalf("admission refused: %v", err)
 			}
-			in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: pod, AppID: pod.Labels[LabelAppID]}
-			ex.Labels[LabelAppID] = in.AppID
+			in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: pod, AppID: pod.Labels[vocab.LabelAppID]}
+			ex.Labels[vocab.LabelAppID] = in.AppID
 			if err := Executor(ex, in); err != nil {
 				t.Fatalf("admitted, but the sidecar refuses its executors: %v", err)
 			}
@@ -104,7 +106,7 @@ allowedImages: ["apache/spark:*"]
 func TestForeignKeysReadBack(t *testing.T) {
 	pol := mustPolicy(t, "spark:\n  enforced:\n    spark.executor.memoryOverhead: 1g\n")
 	pod := driverPod(func(p *corev1.Pod) {
-		p.Annotations = map[string]string{AnnotationSparkConf: "hive.metastore.uris thrift://metastore:9083\nspark.executor.memory 2g\n"}
+		p.Annotations = map[string]string{vocab.AnnotationSparkConf: "hive.metastore.uris thrift://metastore:9083\nspark.executor.memory 2g\n"}
 		p.Spec.Containers[0].Args = append([]string{"driver", "--conf", "fs.s3a.endpoint=http://minio:9000"}, p.Spec.Containers[0].Args[1:]...)
 	})
 	res, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: pol, AppID: "spark-test"})

@@ -5,6 +5,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
 )
 
 // ExecutorMemory is the memory of an executor pod as Spark sizes it for the
@@ -78,7 +80,7 @@ func ExecutorMemoryOf(conf map[string]string, spark3 bool) (ExecutorMemory, erro
 	}
 	if enabled, from, _ := sparkValue(conf, keyOffHeapEnabled, line); strings.EqualFold(strings.TrimSpace(enabled), "true") {
 		size, _, set := sparkValue(conf, keyOffHeapSize, line)
-		b, err := javaBytes(size, 1)
+		b, err := sparkconf.Bytes(size, 1)
 		if set && err != nil {
 			return m, fmt.Errorf("%s: %v", keyOffHeapSize, err)
 		}
@@ -102,7 +104,7 @@ func confMiB(conf map[string]string, key string, l sparkLine, def int64) (int64,
 	if !ok {
 		return def, nil
 	}
-	n, err := javaMiB(v)
+	n, err := sparkconf.MiB(v)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %v", from, err)
 	}

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func TestExecutorMemoryOf(t *testing.T) {
@@ -85,7 +87,7 @@ func TestExecutorMemoryRefusalUsesSparkArithmetic(t *testing.T) {
 		"fits":      {"spark.executor.memory=28g", false},
 		"allocator": {"spark.kubernetes.allocation.pods.allocator=direct", false},
 	} {
-		pod := driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationSparkConf: tc.conf} })
+		pod := driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{vocab.AnnotationSparkConf: tc.conf} })
 		_, err := inject(t, pod, pol)
 		var r *Refused
 		if got := errors.As(err, &r); got != tc.refused {
@@ -101,7 +103,7 @@ func TestRefuseControllerAllocators(t *testing.T) {
 	pol := mustPolicy(t, testPolicy)
 	for _, allocator := range []string{"statefulset", "deployment", "custom.Allocator"} {
 		pod := driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: keyAllocator + "=" + allocator}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: keyAllocator + "=" + allocator}
 		})
 		_, err := inject(t, pod, pol)
 		var r *Refused

@@ -6,12 +6,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // planFetch reads the pod's remote dependencies, refuses what the fetch
 // policy forbids, and adds where they land to the Spark configuration.
 func planFetch(pod *corev1.Pod, p *plan) error {
-	text, ok := pod.Annotations[spec.Annotation]
+	text, ok := pod.Annotations[vocab.AnnotationFetch]
 	if !ok {
 		return nil
 	}
@@ -50,7 +51,7 @@ func addInitContainer(pod *corev1.Pod, p *plan, done *Status) error {
 		Image:           p.pol.Sidecar.Image,
 		ImagePullPolicy: p.pol.Sidecar.ImagePullPolicy,
 		Args:            append([]string{"init"}, spec.InitArgs(PodInfoDir+"/"+FetchFile)...),
-		Env:             []corev1.EnvVar{{Name: spec.PolicyEnv, Value: polJSON}},
+		Env:             []corev1.EnvVar{{Name: vocab.EnvFetchPolicy, Value: polJSON}},
 		VolumeMounts: []corev1.VolumeMount{
 			{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
 			{Name: VolumeDeps, MountPath: spec.MountPath},

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // LabelSparkOperator marks the driver pods the Kubeflow spark-operator
@@ -28,7 +30,7 @@ const (
 // or one spark-submit created in cluster mode. A namespace can so move to
 // sparklet one application at a time.
 func launchedElsewhere(pod *corev1.Pod) *Skip {
-	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+	if _, injected := pod.Annotations[vocab.AnnotationStatus]; injected {
 		return nil
 	}
 	if pod.Labels[LabelSparkOperator] == "true" {
@@ -36,10 +38,10 @@ func launchedElsewhere(pod *corev1.Pod) *Skip {
 			"sparklet left this pod unchanged: the Kubeflow spark-operator launched it (label %s=true) "+
 				"and configured its driver itself", LabelSparkOperator)}
 	}
-	if _, ok := pod.Labels[LabelAppID]; ok && (hasVolume(pod, sparkSubmitConfVolume) || runsSubmittedDriver(pod)) {
+	if _, ok := pod.Labels[vocab.LabelAppID]; ok && (hasVolume(pod, sparkSubmitConfVolume) || runsSubmittedDriver(pod)) {
 		return &Skip{Reason: SkipSparkSubmitClusterMode, Message: fmt.Sprintf(
 			"sparklet left this pod unchanged: spark-submit created it in cluster mode (label %s and volume %s "+
-				"or args \"driver --properties-file %s...\") and configured its driver itself", LabelAppID, sparkSubmitConfVolume, sparkSubmitConfDir)}
+				"or args \"driver --properties-file %s...\") and configured its driver itself", vocab.LabelAppID, sparkSubmitConfVolume, sparkSubmitConfDir)}
 	}
 	return nil
 }

@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func TestLaunchedElsewhere(t *testing.T) {
 	submitted := func(p *corev1.Pod) {
-		p.Labels[LabelAppID] = "spark-0123"
+		p.Labels[vocab.LabelAppID] = "spark-0123"
 		p.Spec.Containers[0].Args = []string{"driver", "--properties-file", "/opt/spark/conf/spark.properties", "--class", "Main", "local:///app.jar"}
 	}
 	for name, tc := range map[string]struct {
@@ -19,15 +21,15 @@ func TestLaunchedElsewhere(t *testing.T) {
 		"spark-operator label": {driverPod(func(p *corev1.Pod) { p.Labels[LabelSparkOperator] = "true" }), SkipLaunchedBySparkOperator},
 		"spark-submit args":    {driverPod(submitted), SkipSparkSubmitClusterMode},
 		"spark-submit conf volume": {driverPod(func(p *corev1.Pod) {
-			p.Labels[LabelAppID] = "spark-0123"
+			p.Labels[vocab.LabelAppID] = "spark-0123"
 			p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: sparkSubmitConfVolume})
 		}), SkipSparkSubmitClusterMode},
 		// An app id alone is what an injected pod or a user's pod may carry.
-		"app id only":          {driverPod(func(p *corev1.Pod) { p.Labels[LabelAppID] = "spark-0123" }), ""},
-		"args without app id":  {driverPod(func(p *corev1.Pod) { submitted(p); delete(p.Labels, LabelAppID) }), ""},
+		"app id only":          {driverPod(func(p *corev1.Pod) { p.Labels[vocab.LabelAppID] = "spark-0123" }), ""},
+		"args without app id":  {driverPod(func(p *corev1.Pod) { submitted(p); delete(p.Labels, vocab.LabelAppID) }), ""},
 		"properties elsewhere": {driverPod(func(p *corev1.Pod) { submitted(p); p.Spec.Containers[0].Args[2] = "/etc/my.properties" }), ""},
 		"operator label false": {driverPod(func(p *corev1.Pod) { p.Labels[LabelSparkOperator] = "false" }), ""},
-		"injected by sparklet": {driverPod(func(p *corev1.Pod) { submitted(p); p.Annotations = map[string]string{AnnotationStatus: "{}"} }), ""},
+		"injected by sparklet": {driverPod(func(p *corev1.Pod) { submitted(p); p.Annotations = map[string]string{vocab.AnnotationStatus: "{}"} }), ""},
 	} {
 		got := ""
 		if s := launchedElsewhere(tc.pod); s != nil {
@@ -46,7 +48,7 @@ func TestTokenContainersKeepTheToken(t *testing.T) {
 	pol := mustPolicy(t, testPolicy+"\ntokenContainers: [wait, main]\n")
 	token := corev1.VolumeMount{Name: "kube-api-access-x", MountPath: ServiceAccount}
 	pod := driverPod(func(p *corev1.Pod) {
-		p.Annotations = map[string]string{AnnotationContainer: "main"}
+		p.Annotations = map[string]string{vocab.AnnotationContainer: "main"}
 		p.Spec.Containers[0].Name = "main"
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{token}
 		p.Spec.Containers = append(p.Spec.Containers,

@@ -9,7 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // FuzzDriverAnnotations injects a driver pod carrying arbitrary
@@ -25,8 +26,8 @@ func FuzzDriverAnnotations(f *testing.F) {
 	f.Fuzz(func(t *testing.T, inject, container, sparkConf, fetch, status, command string) {
 		pod := driverPod()
 		pod.Annotations = map[string]string{}
-		for k, v := range map[string]string{AnnotationInject: inject, AnnotationContainer: container,
-			AnnotationSparkConf: sparkConf, spec.Annotation: fetch, AnnotationStatus: status} {
+		for k, v := range map[string]string{vocab.AnnotationInject: inject, vocab.AnnotationContainer: container,
+			vocab.AnnotationSparkConf: sparkConf, vocab.AnnotationFetch: fetch, vocab.AnnotationStatus: status} {
 			if v != "" {
 				pod.Annotations[k] = v
 			}
@@ -46,11 +47,15 @@ func FuzzDriverAnnotations(f *testing.F) {
 			return
 		}
 		text := DeliveredConf(pod.Annotations)
-		conf, err := ParseSparkConf(text)
+		conf, err := sparkconf.Parse(text)
 		if err != nil {
 			t.Fatalf("the effective conf does not parse: %v\n%s", err, text)
 		}
-		if again := load(t, text); !maps.Equal(again, conf) {
+		again, err := sparkconf.Load(text)
+		if err != nil {
+			t.Fatalf("load %q: %v", text, err)
+		}
+		if !maps.Equal(again, conf) {
 			t.Fatalf("spark-defaults.conf holds %q, the effective conf %q", again, conf)
 		}
 		once := pod.DeepCopy()
@@ -98,7 +103,7 @@ func FuzzEnvRoutes(f *testing.F) {
 			}
 			return
 		}
-		conf, err := ParseSparkConf(pod.Annotations[AnnotationEffectiveConf])
+		conf, err := sparkconf.Parse(pod.Annotations[vocab.AnnotationEffectiveConf])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -114,8 +119,8 @@ func FuzzEnvRoutes(f *testing.F) {
 		if err != nil {
 			t.Fatalf("admitted with executors Spark cannot size: %v", err)
 		}
-		ex.Labels[LabelAppID] = pod.Labels[LabelAppID]
-		if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: pod.Labels[LabelAppID]}); err != nil {
+		ex.Labels[vocab.LabelAppID] = pod.Labels[vocab.LabelAppID]
+		if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
 			t.Fatalf("admitted, but the sidecar refuses its executors: %v", err)
 		}
 	})

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The Spark container reads more than spark-defaults.conf from
@@ -26,7 +28,7 @@ import (
 // defaults therefore rank below every layer sparklet writes. Two blank
 // lines first end a line continuation the image's file may leave open.
 const confScript = `set -eu
-src="${` + envImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
+src="${` + vocab.EnvImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
 dst=` + ConfDir + `
 if [ -d "$src" ]; then cp -RL "$src/." "$dst/"; fi
 f="$dst/` + ConfFile + `"
@@ -43,10 +45,6 @@ f="$dst/` + ConfFile + `"
 mv "$dst/.sparklet-defaults.tmp" "$f"
 `
 
-// envImageConfDir tells the conf init container where the image's conf
-// directory is when the Spark container named it with SPARK_CONF_DIR.
-const envImageConfDir = "SPARKLET_IMAGE_CONF_DIR"
-
 // planImageConf finds the conf directory the Spark container would have
 // read: its own SPARK_CONF_DIR, kept for the conf init container, or on an
 // injected pod the one the conf init container already copies.
@@ -59,14 +57,14 @@ func planImageConf(pod *corev1.Pod, p *plan) error {
 	e := c.Env[i]
 	if e.ValueFrom == nil && path.Clean(e.Value) == ConfDir {
 		// sparklet's own, or a path sparklet needs for itself.
-		if _, injected := pod.Annotations[AnnotationStatus]; !injected {
+		if _, injected := pod.Annotations[vocab.AnnotationStatus]; !injected {
 			return &Refused{Reason: "spark-conf-dir", Message: fmt.Sprintf(
 				"container %q: SPARK_CONF_DIR=%s is the directory sparklet writes the Spark configuration to; "+
 					"point it at your own conf directory, whose files sparklet copies there", c.Name, ConfDir)}
 		}
 		for _, ic := range pod.Spec.InitContainers {
 			if ic.Name == ConfInitName {
-				if j := envIndex(ic.Env, envImageConfDir); j >= 0 {
+				if j := envIndex(ic.Env, vocab.EnvImageConfDir); j >= 0 {
 					kept := ic.Env[j]
 					p.imageConf = &kept
 				}
@@ -78,7 +76,7 @@ func planImageConf(pod *corev1.Pod, p *plan) error {
 		return &Refused{Reason: "spark-conf-dir", Message: fmt.Sprintf(
 			"container %q: SPARK_CONF_DIR=%q is not an absolute path; use one", c.Name, e.Value)}
 	}
-	p.imageConf = &corev1.EnvVar{Name: envImageConfDir, Value: e.Value, ValueFrom: e.ValueFrom.DeepCopy()}
+	p.imageConf = &corev1.EnvVar{Name: vocab.EnvImageConfDir, Value: e.Value, ValueFrom: e.ValueFrom.DeepCopy()}
 	return nil
 }
 

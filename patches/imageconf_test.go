@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func confInit(t *testing.T, pod *corev1.Pod) *corev1.Container {
@@ -71,9 +73,9 @@ func TestConfInitRunsTheSparkImage(t *testing.T) {
 	if want := []string{ConfInitName, SidecarName}; !reflect.DeepEqual(names, want) {
 		t.Errorf("init containers %v, want %v", names, want)
 	}
-	if !strings.Contains(pod.Annotations[AnnotationStatus], `"`+ConfInitName+`"`) ||
-		!strings.Contains(pod.Annotations[AnnotationStatus], `"`+VolumeSpark+`"`) {
-		t.Errorf("status %s does not list %s", pod.Annotations[AnnotationStatus], ConfInitName)
+	if !strings.Contains(pod.Annotations[vocab.AnnotationStatus], `"`+ConfInitName+`"`) ||
+		!strings.Contains(pod.Annotations[vocab.AnnotationStatus], `"`+VolumeSpark+`"`) {
+		t.Errorf("status %s does not list %s", pod.Annotations[vocab.AnnotationStatus], ConfInitName)
 	}
 }
 
@@ -95,7 +97,7 @@ func TestConfInitKeepsUsersConfDir(t *testing.T) {
 			}
 			once := pod.DeepCopy()
 			want := []corev1.EnvVar{{Name: "SPARK_HOME", Value: "/spark"}, e}
-			want[1].Name = envImageConfDir
+			want[1].Name = vocab.EnvImageConfDir
 			if got := confInit(t, pod).Env; !reflect.DeepEqual(got, want) {
 				t.Errorf("conf init env %v, want %v", got, want)
 			}
@@ -136,7 +138,7 @@ func TestConfScript(t *testing.T) {
 	}
 	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info).Replace(confScript)
 	cmd := exec.Command("/bin/sh", "-c", script)
-	cmd.Env = []string{envImageConfDir + "=" + image, "PATH=/usr/bin:/bin"}
+	cmd.Env = []string{vocab.EnvImageConfDir + "=" + image, "PATH=/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -1,21 +1,5 @@
 package patches
 
-import "github.com/sparklet/sparklet/policy"
-
-// Labels and annotations sparklet reads and writes.
-const (
-	LabelRole   = "spark-role"         // Spark's own: "driver" or "executor"
-	LabelAppID  = "spark-app-selector" // Spark's own: the application id
-	LabelExecID = "spark-exec-id"      // Spark's own: the executor id
-
-	AnnotationInject        = "sparklet.io/inject"         // "false" opts a pod out
-	AnnotationContainer     = "sparklet.io/container"      // names the Spark container
-	AnnotationSparkConf     = "sparklet.io/spark-conf"     // the user's Spark conf, spark-defaults format
-	AnnotationEffectiveConf = "sparklet.io/effective-conf" // what the layers set beyond the spark-conf; the JVM reads both
-	AnnotationStatus        = "sparklet.io/status"         // what was injected
-	LabelManaged            = "sparklet.io/managed"        // "true" on executors the sidecar created
-)
-
 // DefaultAllocationBatchSize is sparklet's default for
 // spark.kubernetes.allocation.batch.size; policy and pod may override it.
 // Spark creates at most one batch per allocator round and starts the next
@@ -44,8 +28,8 @@ const (
 	ConfFile              = "spark-defaults.conf"
 	FetchFile             = "fetch"
 	PodInfoDir            = "/etc/sparklet/podinfo"
-	JVMDir                = policy.JVMDir
-	TokenFile             = policy.JVMTokenFile
+	JVMDir                = "/var/run/sparklet/jvm" // the in-memory volume the sidecar and the Spark container share
+	TokenFile             = JVMDir + "/token"       // the JVM's per-pod token, which the sidecar writes
 	ServiceAccount        = "/var/run/secrets/kubernetes.io/serviceaccount"
 	HadoopConfDir         = "/opt/hadoop/conf"
 	LocalDirRoot          = "/var/data/"

@@ -4,15 +4,12 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sidecarHost is where the JVM's Kubernetes client finds the sidecar.
 const sidecarHost = "127.0.0.1"
-
-// userNoProxyPrefix names the variable that keeps a NO_PROXY or no_proxy
-// the pod takes from a ConfigMap, Secret or field, so the variable itself
-// can add the sidecar to it: SPARKLET_USER_NO_PROXY, SPARKLET_USER_no_proxy.
-const userNoProxyPrefix = "SPARKLET_USER_"
 
 var proxyVars = []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
 
@@ -67,7 +64,7 @@ func addNoProxy(c *corev1.Container) {
 		case i < 0:
 		case c.Env[i].ValueFrom != nil:
 			moved := c.Env[i]
-			moved.Name = userNoProxyPrefix + n
+			moved.Name = vocab.EnvUserPrefix + n
 			c.Env = append([]corev1.EnvVar{moved}, append(c.Env[:i:i], c.Env[i+1:]...)...)
 			c.Env = upsert(c.Env, corev1.EnvVar{Name: n}, envName, false)
 			add("$(" + moved.Name + ")")

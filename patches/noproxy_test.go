@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func TestNoProxyKeepsTheUsersExclusions(t *testing.T) {
@@ -49,7 +51,7 @@ func TestJVMSkipsProxiesForTheSidecar(t *testing.T) {
 		"alone":       {"", "-Dno.proxy=127.0.0.1"},
 		"after yours": {"spark.driver.defaultJavaOptions -XX:+UseG1GC", "-XX:+UseG1GC -Dno.proxy=127.0.0.1"},
 	} {
-		pod := driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationSparkConf: tc.conf} })
+		pod := driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{vocab.AnnotationSparkConf: tc.conf} })
 		if _, err := inject(t, pod, pol); err != nil {
 			t.Fatal(err)
 		}
@@ -60,7 +62,7 @@ func TestJVMSkipsProxiesForTheSidecar(t *testing.T) {
 		if got := conf["spark.driver.defaultJavaOptions"]; got != tc.want {
 			t.Errorf("%s: spark.driver.defaultJavaOptions = %q, want %q", name, got, tc.want)
 		}
-		if strings.Count(pod.Annotations[AnnotationEffectiveConf], "no.proxy") != 1 {
+		if strings.Count(pod.Annotations[vocab.AnnotationEffectiveConf], "no.proxy") != 1 {
 			t.Errorf("%s: no.proxy set more than once", name)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // refuseOverwrites refuses a Spark container that sets what sparklet must
@@ -17,7 +18,7 @@ import (
 // NO_PROXY) is kept instead; see planLocalDirs and addEnv.
 func refuseOverwrites(pod *corev1.Pod, p *plan) error {
 	c := p.container(pod)
-	for _, name := range []string{envPodName, envPodIP} {
+	for _, name := range []string{vocab.EnvPodName, vocab.EnvPodIP} {
 		if _, set := p.userEnv(c, name); set {
 			return &Refused{Reason: "reserved-name", Message: fmt.Sprintf(
 				"container %q: env %s is reserved for sparklet, which sets it from the downward API; remove it", c.Name, name)}

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // priorStatus is what an earlier injection of the pod recorded; its zero
@@ -19,7 +21,7 @@ func (s priorStatus) owns(name string) bool {
 
 // readPrior reads the status annotation of an injected pod into the plan.
 func readPrior(pod *corev1.Pod, p *plan) error {
-	if raw, ok := pod.Annotations[AnnotationStatus]; ok {
+	if raw, ok := pod.Annotations[vocab.AnnotationStatus]; ok {
 		_ = json.Unmarshal([]byte(raw), &p.prior.Status)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func refuseHostNetwork(pod *corev1.Pod, _ *plan) error {
@@ -20,7 +22,7 @@ func refuseHostNetwork(pod *corev1.Pod, _ *plan) error {
 // refuseReservedNames refuses a first injection whose pod already uses a
 // name sparklet injects; on an injected pod those are sparklet's own.
 func refuseReservedNames(pod *corev1.Pod, _ *plan) error {
-	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+	if _, injected := pod.Annotations[vocab.AnnotationStatus]; injected {
 		return nil
 	}
 	for _, v := range pod.Spec.Volumes {

@@ -9,17 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/policy"
-)
-
-// The annotations with which a driver pod chooses its batch scheduler
-// (docs/scheduling.md); they override the policy's scheduling section.
-const (
-	AnnotationBatchScheduler     = "sparklet.io/batch-scheduler"
-	AnnotationQueue              = "sparklet.io/queue"
-	AnnotationPlaceholderTimeout = "sparklet.io/placeholder-timeout"
-	// AnnotationScheduling is written by sparklet: the scheduler, the queue
-	// and the gang, which the sidecar stamps on every executor.
-	AnnotationScheduling = "sparklet.io/scheduling"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // What YuniKorn reads from pods (yunikorn-k8shim v1.9.0,
@@ -53,12 +43,12 @@ type Scheduling struct {
 // SchedulingOf reads a driver's AnnotationScheduling; ok is false when the
 // driver has no batch scheduler.
 func SchedulingOf(driver *corev1.Pod) (s Scheduling, ok bool, err error) {
-	v, found := driver.Annotations[AnnotationScheduling]
+	v, found := driver.Annotations[vocab.AnnotationScheduling]
 	if !found {
 		return s, false, nil
 	}
 	if err := json.Unmarshal([]byte(v), &s); err != nil {
-		return s, false, fmt.Errorf("annotation %s: %v", AnnotationScheduling, err)
+		return s, false, fmt.Errorf("annotation %s: %v", vocab.AnnotationScheduling, err)
 	}
 	return s, true, nil
 }
@@ -74,18 +64,18 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 	}
 	chosen, chosenFrom := base.BatchScheduler, from["batchScheduler"]
 	inferred, inferredFrom := inferScheduler(pod)
-	annotated, hasAnnotation := pod.Annotations[AnnotationBatchScheduler]
+	annotated, hasAnnotation := pod.Annotations[vocab.AnnotationBatchScheduler]
 	switch {
 	case hasAnnotation:
-		chosen, chosenFrom = strings.TrimSpace(annotated), "annotation "+AnnotationBatchScheduler
+		chosen, chosenFrom = strings.TrimSpace(annotated), "annotation "+vocab.AnnotationBatchScheduler
 		if inferred != "" && chosen != inferred {
 			return refuseScheduling("annotation %s says %q, but the pod's %s asks for %s; remove one of them",
-				AnnotationBatchScheduler, annotated, inferredFrom, inferred)
+				vocab.AnnotationBatchScheduler, annotated, inferredFrom, inferred)
 		}
 	case inferred != "":
 		chosen, chosenFrom = inferred, "the pod's "+inferredFrom
 	case chosen == "":
-		chosenFrom = "annotation " + AnnotationBatchScheduler + " (or the policy's scheduling.batchScheduler)"
+		chosenFrom = "annotation " + vocab.AnnotationBatchScheduler + " (or the policy's scheduling.batchScheduler)"
 	}
 	if base.Enforce && base.BatchScheduler != "" && chosen != base.BatchScheduler {
 		return refuseScheduling("%s asks for %q, but the policy enforces the batch scheduler %s; remove it",
@@ -111,8 +101,8 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 	if q.value != "" {
 		s.Queue, from["queue"] = q.value, q.from
 	}
-	if v, ok := pod.Annotations[AnnotationPlaceholderTimeout]; ok {
-		s.PlaceholderTimeout, from["placeholderTimeout"] = strings.TrimSpace(v), "annotation "+AnnotationPlaceholderTimeout
+	if v, ok := pod.Annotations[vocab.AnnotationPlaceholderTimeout]; ok {
+		s.PlaceholderTimeout, from["placeholderTimeout"] = strings.TrimSpace(v), "annotation "+vocab.AnnotationPlaceholderTimeout
 	}
 	if errs := policy.CheckScheduling(s, func(name string) string { return from[name] }); len(errs) > 0 {
 		return refuseScheduling("%s", strings.Join(errs, "; "))
@@ -128,7 +118,7 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 		warnReplacedYuniKornAnnotations(pod, p)
 	case policy.SchedulerKueue:
 		if s.Queue == "" {
-			return refuseScheduling("Kueue needs a LocalQueue: set annotation %s, or the policy's scheduling.queue", AnnotationQueue)
+			return refuseScheduling("Kueue needs a LocalQueue: set annotation %s, or the policy's scheduling.queue", vocab.AnnotationQueue)
 		}
 		s.PriorityClassName = cmp.Or(pod.Labels[kueuePriorityClass], s.PriorityClassName)
 	default:
@@ -142,13 +132,13 @@ func planScheduling(pod *corev1.Pod, p *plan) error {
 // injected yet carries gang annotations of its own: sparklet sizes the
 // gang from the Spark configuration and replaces them.
 func warnReplacedYuniKornAnnotations(pod *corev1.Pod, p *plan) {
-	if _, injected := pod.Annotations[AnnotationStatus]; injected {
+	if _, injected := pod.Annotations[vocab.AnnotationStatus]; injected {
 		return
 	}
 	for _, k := range []string{yunikornTaskGroups, yunikornTaskGroupName, yunikornPolicyParameters} {
 		if _, ok := pod.Annotations[k]; ok {
 			p.warn(fmt.Sprintf("sparklet replaced annotation %s with the gang it sized from the Spark configuration (docs/scheduling.md); set the timeout with %s",
-				k, AnnotationPlaceholderTimeout))
+				k, vocab.AnnotationPlaceholderTimeout))
 		}
 	}
 }
@@ -177,15 +167,15 @@ func podQueue(pod *corev1.Pod, scheduler string) (sourced, error) {
 	case policy.SchedulerKueue:
 		label = sourced{pod.Labels[kueueQueueName], "label " + kueueQueueName}
 	}
-	v, ok := pod.Annotations[AnnotationQueue]
+	v, ok := pod.Annotations[vocab.AnnotationQueue]
 	if !ok {
 		return label, nil
 	}
 	v = strings.TrimSpace(v)
 	if label.value != "" && label.value != v {
-		return sourced{}, refuseScheduling("annotation %s is %q but %s is %q; keep one of them", AnnotationQueue, v, label.from, label.value)
+		return sourced{}, refuseScheduling("annotation %s is %q but %s is %q; keep one of them", vocab.AnnotationQueue, v, label.from, label.value)
 	}
-	return sourced{v, "annotation " + AnnotationQueue}, nil
+	return sourced{v, "annotation " + vocab.AnnotationQueue}, nil
 }
 
 // checkYuniKornPod refuses a pod or conf that names another scheduler.
@@ -232,7 +222,7 @@ func applyScheduling(pod *corev1.Pod, p *plan, _ *Status) error {
 	if err != nil {
 		return err
 	}
-	setAnnotation(pod, AnnotationScheduling, string(b))
+	setAnnotation(pod, vocab.AnnotationScheduling, string(b))
 	return nil
 }
 

@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func annotated(kv ...string) func(*corev1.Pod) {
@@ -31,8 +33,8 @@ func injectOK(t *testing.T, pod *corev1.Pod, policyText string) *corev1.Pod {
 }
 
 func TestYuniKornDriver(t *testing.T) {
-	pod := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationQueue, "root.sparklet",
-		AnnotationPlaceholderTimeout, "90s", AnnotationSparkConf, "spark.executor.instances 3\nspark.executor.memory 2g\n"),
+	pod := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationQueue, "root.sparklet",
+		vocab.AnnotationPlaceholderTimeout, "90s", vocab.AnnotationSparkConf, "spark.executor.instances 3\nspark.executor.memory 2g\n"),
 		func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"pool": "spark"} }), "")
 	if pod.Spec.SchedulerName != "yunikorn" {
 		t.Errorf("schedulerName %q", pod.Spec.SchedulerName)
@@ -79,8 +81,8 @@ func TestYuniKornDriver(t *testing.T) {
 }
 
 func TestYuniKornDriverWithoutExecutorsHasOneTaskGroup(t *testing.T) {
-	pod := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "yunikorn",
-		AnnotationSparkConf, "spark.dynamicAllocation.enabled true\nspark.dynamicAllocation.shuffleTracking.enabled true\n")), "")
+	pod := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn",
+		vocab.AnnotationSparkConf, "spark.dynamicAllocation.enabled true\nspark.dynamicAllocation.shuffleTracking.enabled true\n")), "")
 	var groups []taskGroup
 	if err := json.Unmarshal([]byte(pod.Annotations[yunikornTaskGroups]), &groups); err != nil {
 		t.Fatal(err)
@@ -91,7 +93,7 @@ func TestYuniKornDriverWithoutExecutorsHasOneTaskGroup(t *testing.T) {
 }
 
 func TestKueueDriver(t *testing.T) {
-	pod := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "team-a")),
+	pod := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "team-a")),
 		"scheduling:\n  batchScheduler: kueue\n  priorityClassName: batch-low\n")
 	if pod.Labels[kueueQueueName] != "team-a" || pod.Labels[kueuePriorityClass] != "batch-low" {
 		t.Errorf("labels %v", pod.Labels)
@@ -127,8 +129,8 @@ func TestSchedulingChoice(t *testing.T) {
 	}{
 		{"nothing", "", driverPod(), ""},
 		{"policy default", "scheduling:\n  batchScheduler: yunikorn\n", driverPod(), "yunikorn"},
-		{"annotation", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn")), "yunikorn"},
-		{"opt out of the policy", "scheduling:\n  batchScheduler: yunikorn\n  queue: root.a\n", driverPod(annotated(AnnotationBatchScheduler, "none")), ""},
+		{"annotation", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn")), "yunikorn"},
+		{"opt out of the policy", "scheduling:\n  batchScheduler: yunikorn\n  queue: root.a\n", driverPod(annotated(vocab.AnnotationBatchScheduler, "none")), ""},
 		{"the pod's own schedulerName", "", driverPod(func(p *corev1.Pod) { p.Spec.SchedulerName = "yunikorn" }), "yunikorn"},
 		{"the pod's own Kueue label", "", driverPod(func(p *corev1.Pod) { p.Labels[kueueQueueName] = "lq" }), "kueue"},
 		{"the pod's label over the policy", "scheduling:\n  batchScheduler: yunikorn\n", driverPod(func(p *corev1.Pod) { p.Labels[kueueQueueName] = "lq" }), "kueue"},
@@ -156,20 +158,20 @@ func TestSchedulingRefusals(t *testing.T) {
 		pod          *corev1.Pod
 		names        []string
 	}{
-		{"unknown scheduler", "", driverPod(annotated(AnnotationBatchScheduler, "volcano")), []string{AnnotationBatchScheduler, "yunikorn, kueue, none"}},
-		{"queue without a scheduler", "", driverPod(annotated(AnnotationQueue, "root.a")), []string{AnnotationQueue, AnnotationBatchScheduler}},
-		{"kueue without a queue", "", driverPod(annotated(AnnotationBatchScheduler, "kueue")), []string{AnnotationQueue, "scheduling.queue"}},
-		{"placeholder timeout with kueue", "", driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "lq", AnnotationPlaceholderTimeout, "5m")), []string{AnnotationPlaceholderTimeout, "Kueue"}},
-		{"bad timeout", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationPlaceholderTimeout, "soon")), []string{AnnotationPlaceholderTimeout, "10m"}},
-		{"bad YuniKorn queue", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationQueue, "root..a")), []string{AnnotationQueue, "root.sparklet"}},
-		{"bad LocalQueue", "", driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "Team A")), []string{AnnotationQueue, "LocalQueue"}},
-		{"another scheduler name", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn"), func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }), []string{"spec.schedulerName"}},
-		{"annotation against the pod's schedulerName", "", driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "lq"), func(p *corev1.Pod) { p.Spec.SchedulerName = "yunikorn" }), []string{AnnotationBatchScheduler, "spec.schedulerName"}},
-		{"annotation against the Kueue label", "", driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "a"), func(p *corev1.Pod) { p.Labels[kueueQueueName] = "b" }), []string{AnnotationQueue, kueueQueueName}},
-		{"Spark's scheduler name", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationSparkConf, "spark.kubernetes.executor.scheduler.name volcano\n")), []string{"spark.kubernetes.executor.scheduler.name"}},
-		{"enforced", "scheduling:\n  batchScheduler: kueue\n  queue: lq\n  enforce: true\n", driverPod(annotated(AnnotationBatchScheduler, "none")), []string{AnnotationBatchScheduler, "enforces"}},
+		{"unknown scheduler", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "volcano")), []string{vocab.AnnotationBatchScheduler, "yunikorn, kueue, none"}},
+		{"queue without a scheduler", "", driverPod(annotated(vocab.AnnotationQueue, "root.a")), []string{vocab.AnnotationQueue, vocab.AnnotationBatchScheduler}},
+		{"kueue without a queue", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue")), []string{vocab.AnnotationQueue, "scheduling.queue"}},
+		{"placeholder timeout with kueue", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "lq", vocab.AnnotationPlaceholderTimeout, "5m")), []string{vocab.AnnotationPlaceholderTimeout, "Kueue"}},
+		{"bad timeout", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationPlaceholderTimeout, "soon")), []string{vocab.AnnotationPlaceholderTimeout, "10m"}},
+		{"bad YuniKorn queue", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationQueue, "root..a")), []string{vocab.AnnotationQueue, "root.sparklet"}},
+		{"bad LocalQueue", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "Team A")), []string{vocab.AnnotationQueue, "LocalQueue"}},
+		{"another scheduler name", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn"), func(p *corev1.Pod) { p.Spec.SchedulerName = "volcano" }), []string{"spec.schedulerName"}},
+		{"annotation against the pod's schedulerName", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "lq"), func(p *corev1.Pod) { p.Spec.SchedulerName = "yunikorn" }), []string{vocab.AnnotationBatchScheduler, "spec.schedulerName"}},
+		{"annotation against the Kueue label", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "a"), func(p *corev1.Pod) { p.Labels[kueueQueueName] = "b" }), []string{vocab.AnnotationQueue, kueueQueueName}},
+		{"Spark's scheduler name", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationSparkConf, "spark.kubernetes.executor.scheduler.name volcano\n")), []string{"spark.kubernetes.executor.scheduler.name"}},
+		{"enforced", "scheduling:\n  batchScheduler: kueue\n  queue: lq\n  enforce: true\n", driverPod(annotated(vocab.AnnotationBatchScheduler, "none")), []string{vocab.AnnotationBatchScheduler, "enforces"}},
 		{"enforced against the pod's schedulerName", "scheduling:\n  batchScheduler: kueue\n  queue: lq\n  enforce: true\n", driverPod(func(p *corev1.Pod) { p.Spec.SchedulerName = "yunikorn" }), []string{"spec.schedulerName", "enforces"}},
-		{"bad executor size", "", driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationSparkConf, "spark.kubernetes.executor.request.cores lots\n")), []string{"spark.kubernetes.executor.request.cores"}},
+		{"bad executor size", "", driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationSparkConf, "spark.kubernetes.executor.request.cores lots\n")), []string{"spark.kubernetes.executor.request.cores"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,12 +192,12 @@ func TestSchedulingRefusals(t *testing.T) {
 func TestSchedulingIsIdempotent(t *testing.T) {
 	for _, sched := range []string{"yunikorn", "kueue"} {
 		pol := mustPolicy(t, "")
-		once := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, sched, AnnotationQueue, "lq")), "")
+		once := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, sched, vocab.AnnotationQueue, "lq")), "")
 		twice := once.DeepCopy()
 		if _, err := inject(t, twice, pol); err != nil {
 			t.Fatal(err)
 		}
-		for _, k := range []string{AnnotationScheduling, yunikornTaskGroups} {
+		for _, k := range []string{vocab.AnnotationScheduling, yunikornTaskGroups} {
 			if once.Annotations[k] != twice.Annotations[k] {
 				t.Errorf("%s: %s changed on a second injection:\n%s\n%s", sched, k, once.Annotations[k], twice.Annotations[k])
 			}
@@ -205,7 +207,7 @@ func TestSchedulingIsIdempotent(t *testing.T) {
 
 func executorFor(cpu, mem string) *corev1.Pod {
 	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "exec-1", Labels: map[string]string{LabelRole: "executor", LabelAppID: "spark-test"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "exec-1", Labels: map[string]string{vocab.LabelRole: "executor", vocab.LabelAppID: "spark-test"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.4",
 			Resources: corev1.ResourceRequirements{
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)},
@@ -216,7 +218,7 @@ func executorFor(cpu, mem string) *corev1.Pod {
 
 func TestExecutorStamping(t *testing.T) {
 	pol := mustPolicy(t, "")
-	yk := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationQueue, "root.sparklet")), "")
+	yk := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationQueue, "root.sparklet")), "")
 	ex := executorFor("1", "1408Mi")
 	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: yk, AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
@@ -233,7 +235,7 @@ func TestExecutorStamping(t *testing.T) {
 		t.Errorf("BeyondGang = %q", msg)
 	}
 
-	kq := injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "lq")), "")
+	kq := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "lq")), "")
 	ex = executorFor("1", "1408Mi")
 	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: kq, AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
@@ -313,15 +315,15 @@ func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
 		driver *corev1.Pod
 		refuse bool
 	}{
-		{injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "yunikorn", AnnotationQueue, "root.sparklet")), ""), true},
-		{injectOK(t, driverPod(annotated(AnnotationBatchScheduler, "kueue", AnnotationQueue, "lq")), ""), true},
+		{injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationQueue, "root.sparklet")), ""), true},
+		{injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "lq")), ""), true},
 		{injectOK(t, driverPod(), ""), false},
 	} {
 		ex := executorFor("1", "1408Mi")
 		ex.Spec.NodeName = "worker-7"
 		err := Executor(ex, ExecutorInput{Policy: pol, Driver: tc.driver, AppID: "spark-test"})
 		if refused := err != nil && strings.Contains(err.Error(), `spec.nodeName "worker-7"`); refused != tc.refuse {
-			t.Errorf("driver %v: err %v, want a nodeName refusal: %v", tc.driver.Annotations[AnnotationBatchScheduler], err, tc.refuse)
+			t.Errorf("driver %v: err %v, want a nodeName refusal: %v", tc.driver.Annotations[vocab.AnnotationBatchScheduler], err, tc.refuse)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	podresource "k8s.io/component-helpers/resource"
 
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // stampScheduling puts on an executor what its driver's batch scheduler
@@ -56,7 +57,7 @@ func stampScheduling(pod *corev1.Pod, driver *corev1.Pod) error {
 		setAnnotation(pod, kueueSuspendingParent, driverTaskGroup)
 	default:
 		return &Refused{Reason: "bad-scheduling", Message: fmt.Sprintf(
-			"the driver's annotation %s names the scheduler %q, which this sidecar does not know", AnnotationScheduling, s.Scheduler)}
+			"the driver's annotation %s names the scheduler %q, which this sidecar does not know", vocab.AnnotationScheduling, s.Scheduler)}
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestDriverAccountNeverLent walks Spark's routes to an executor's
@@ -14,7 +16,7 @@ import (
 // driver runs as after the policy.
 func TestDriverAccountNeverLent(t *testing.T) {
 	withConf := func(conf string) func(*corev1.Pod) {
-		return func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationSparkConf: conf} }
+		return func(p *corev1.Pod) { p.Annotations = map[string]string{vocab.AnnotationSparkConf: conf} }
 	}
 	runsAs := func(sa string) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.ServiceAccountName = sa } }
 	for _, tc := range []struct {

@@ -1,16 +1,12 @@
 package patches
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
-
-	"github.com/sparklet/sparklet/policy"
 )
 
 // addSidecar injects the sidecar as a native sidecar: an init container
@@ -24,7 +20,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 			return fmt.Errorf("encode policy for the sidecar: %w", err)
 		}
 	}
-	env := policy.SidecarEnv{
+	env := SidecarEnv{
 		Listen:         p.pol.Sidecar.Listen(),
 		MetricsListen:  p.pol.Sidecar.MetricsListen(),
 		TokenFile:      TokenFile,
@@ -69,12 +65,6 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, sc, len(pod.Spec.InitContainers))
 	done.InitContainers = append(done.InitContainers, SidecarName)
 	return nil
-}
-
-// ConfDigest is the hex sha256 of a configuration text.
-func ConfDigest(conf string) string {
-	sum := sha256.Sum256([]byte(conf))
-	return hex.EncodeToString(sum[:])
 }
 
 // restrictedContext is the security context of the containers sparklet

@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestSidecarEnvReadsBack: what the webhook puts in the sidecar's env is
@@ -29,7 +29,7 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 	if env == nil {
 		t.Fatalf("no %s container", SidecarName)
 	}
-	got := policy.ParseSidecarEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
+	got := ParseSidecarEnv(func(name string) (string, bool) { v, ok := env[name]; return v, ok })
 	conf, err := EffectiveConf(pod.Annotations)
 	if err != nil {
 		t.Fatal(err)
@@ -41,12 +41,12 @@ func TestSidecarEnvReadsBack(t *testing.T) {
 		t.Errorf("sidecar env = %+v", got)
 	}
 	if got.ConfSHA256 != DeliveredDigest(pod) {
-		t.Errorf("%s = %q does not match the effective conf", policy.EnvConfSHA256, got.ConfSHA256)
+		t.Errorf("%s = %q does not match the effective conf", vocab.EnvConfSHA256, got.ConfSHA256)
 	}
 	if got.PodName != "" || got.Namespace != "" {
 		t.Errorf("pod name and namespace should come from the downward API, not values: %+v", got)
 	}
-	back, err := policy.SidecarPolicy(got.PolicyJSON, "elsewhere", "dev")
+	back, err := SidecarPolicy(got.PolicyJSON, "elsewhere", "dev")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,9 @@ import (
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkContainerNames are the names that mark the Spark container, in
@@ -39,12 +42,12 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	user := map[string]string{}
-	if text, ok := pod.Annotations[AnnotationSparkConf]; ok {
-		if user, err = ParseSparkConf(text); err != nil {
-			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", AnnotationSparkConf, err)}
+	if text, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok {
+		if user, err = sparkconf.Parse(text); err != nil {
+			return &Refused{Reason: "bad-spark-conf", Message: fmt.Sprintf("annotation %s: %v", vocab.AnnotationSparkConf, err)}
 		}
 	}
-	annotation := confSource{"annotation " + AnnotationSparkConf, user, nil, false}
+	annotation := confSource{"annotation " + vocab.AnnotationSparkConf, user, nil, false}
 	routes, err := readEnvRoutes(c, env, cmd, []confSource{annotation, command}, p)
 	if err != nil {
 		return err
@@ -104,8 +107,8 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.master"] = "k8s://http://" + p.pol.Sidecar.Listen()
 	p.conf["spark.kubernetes.namespace"] = p.in.Namespace
-	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + envPodName + "}"
-	p.conf["spark.driver.host"] = "${env:" + envPodIP + "}"
+	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + vocab.EnvPodName + "}"
+	p.conf["spark.driver.host"] = "${env:" + vocab.EnvPodIP + "}"
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
 	if p.appID != "" { // a template's pods each get their own
 		p.conf["spark.app.id"] = p.appID
@@ -113,15 +116,15 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
 	addJVMNoProxy(p.conf)
 	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
-		if why := unsafeText(k, p.conf[k]); why != "" {
+		if why := sparkconf.UnsafeText(k, p.conf[k]); why != "" {
 			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
 				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
 		}
 	}
-	p.confText = RenderSparkConf(changedFrom(p.conf, p.userConf))
-	p.confDigest = ConfDigest(p.confText)
-	if user, ok := pod.Annotations[AnnotationSparkConf]; ok { // projected by addVolumes
-		p.confDigest = ConfDigest(deliveredConf(user, true, p.confText))
+	p.confText = sparkconf.Render(changedFrom(p.conf, p.userConf))
+	p.confDigest = sparkconf.Digest(p.confText)
+	if user, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok { // projected by addVolumes
+		p.confDigest = sparkconf.Digest(deliveredConf(user, true, p.confText))
 	}
 	return nil
 }

@@ -6,6 +6,8 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Status is recorded in the sparklet.io/status annotation of an injected pod.
@@ -30,7 +32,7 @@ func annotate(pod *corev1.Pod, p *plan, done *Status) error {
 	if pod.Annotations == nil {
 		pod.Annotations = map[string]string{}
 	}
-	pod.Annotations[AnnotationEffectiveConf] = p.confText
+	pod.Annotations[vocab.AnnotationEffectiveConf] = p.confText
 
 	status := *done
 	status.Version, status.AppID, status.SparkContainer = p.in.Version, p.appID, p.container(pod).Name
@@ -38,13 +40,13 @@ func annotate(pod *corev1.Pod, p *plan, done *Status) error {
 	sort.Strings(status.Env)
 	// On re-injection there is nothing left to remove; keep the record.
 	var old Status
-	if json.Unmarshal([]byte(pod.Annotations[AnnotationStatus]), &old) == nil && len(status.RemovedVolumes) == 0 {
+	if json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &old) == nil && len(status.RemovedVolumes) == 0 {
 		status.RemovedVolumes = old.RemovedVolumes
 	}
 	st, err := json.Marshal(status)
 	if err != nil {
 		return fmt.Errorf("encode status: %w", err)
 	}
-	pod.Annotations[AnnotationStatus] = string(st)
+	pod.Annotations[vocab.AnnotationStatus] = string(st)
 	return refuseOversizedAnnotations(pod)
 }

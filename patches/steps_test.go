@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func TestStepNames(t *testing.T) {
@@ -40,20 +42,22 @@ func TestRefusalNamesItsStep(t *testing.T) {
 		})},
 		{"host network", driverPod(func(p *corev1.Pod) { p.Spec.HostNetwork = true })},
 		{"reserved names", driverPod(func(p *corev1.Pod) { p.Spec.Volumes = []corev1.Volume{{Name: "sparklet-mine"}} })},
-		{"spark conf", driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{AnnotationSparkConf: "spark.master local"} })},
+		{"spark conf", driverPod(func(p *corev1.Pod) {
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.master local"}
+		})},
 		{"limits", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.executor.instances 50"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.executor.instances 50"}
 		})},
 		{"images", driverPod(func(p *corev1.Pod) { p.Spec.Containers[0].Image = "evil/spark:1" })},
 		{"executors", driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.kubernetes.executor.limit.cores 9"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.kubernetes.executor.limit.cores 9"}
 		})},
 		{"fetch", driverPod(func(p *corev1.Pod) { p.Annotations = map[string]string{"sparklet.io/fetch": "not a url"} })},
-		{"app id", driverPod(func(p *corev1.Pod) { p.Labels[LabelAppID] = "not valid!" })},
+		{"app id", driverPod(func(p *corev1.Pod) { p.Labels[vocab.LabelAppID] = "not valid!" })},
 		// Two faults: the earlier check's refusal wins.
 		{"host network", driverPod(func(p *corev1.Pod) {
 			p.Spec.HostNetwork = true
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.master local"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.master local"}
 		})},
 	}
 	for _, tc := range cases {

@@ -6,15 +6,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-)
 
-// The Spark UI Service: the pod asks for it (or declines the policy's)
-// with AnnotationUI; the sidecar writes the UI's address into
-// AnnotationUIURL and labels the Service LabelUIFor the driver's name.
-const (
-	AnnotationUI    = "sparklet.io/ui"     // "true" or "false"
-	AnnotationUIURL = "sparklet.io/ui-url" // written by the sidecar
-	LabelUIFor      = "sparklet.io/ui-for"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // UIPortName names the Spark container's UI port when the policy asks for
@@ -64,20 +57,20 @@ func nameUIPort(pod *corev1.Pod, p *plan, _ *Status) error {
 // "false", and a UI asked for with no fixed port to expose.
 func checkUI(pod *corev1.Pod, p *plan) error {
 	want := p.pol.UIService
-	if v, ok := pod.Annotations[AnnotationUI]; ok {
+	if v, ok := pod.Annotations[vocab.AnnotationUI]; ok {
 		switch strings.ToLower(v) {
 		case "true":
 			want = true
 		case "false":
 			want = false
 		default:
-			return &Refused{Reason: "bad-ui", Message: fmt.Sprintf("annotation %s: %q is neither \"true\" nor \"false\"", AnnotationUI, v)}
+			return &Refused{Reason: "bad-ui", Message: fmt.Sprintf("annotation %s: %q is neither \"true\" nor \"false\"", vocab.AnnotationUI, v)}
 		}
 	}
 	if want && UIPort(p.conf) == 0 {
 		return &Refused{Reason: "bad-ui", Message: fmt.Sprintf(
 			"a Spark UI Service was asked for (annotation %s or the policy's ui.service), but spark.ui.enabled is false or spark.ui.port is 0 (a random port), so there is no port to expose; set spark.ui.port, or set %s: \"false\"",
-			AnnotationUI, AnnotationUI)}
+			vocab.AnnotationUI, vocab.AnnotationUI)}
 	}
 	return nil
 }

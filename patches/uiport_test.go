@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestSparkMetrics: metrics.spark turns on the PrometheusServlet as Spark
@@ -27,11 +29,11 @@ func TestSparkMetrics(t *testing.T) {
 			map[string]string{"spark.metrics.conf.*.sink.prometheusServlet.class": "org.apache.spark.metrics.sink.PrometheusServlet",
 				"spark.metrics.conf.*.sink.prometheusServlet.path": "/metrics/prometheus", "spark.ui.prometheus.enabled": "true"}},
 		{"own ui port", on, driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.ui.port 4050\nspark.ui.prometheus.enabled false"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.ui.port 4050\nspark.ui.prometheus.enabled false"}
 		}), []corev1.ContainerPort{{Name: UIPortName, ContainerPort: 4050, Protocol: corev1.ProtocolTCP}},
 			map[string]string{"spark.ui.prometheus.enabled": "false"}},
 		{"ui off", on, driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: "spark.ui.enabled false"}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.ui.enabled false"}
 		}), nil, nil},
 		{"port declared", on, driverPod(func(p *corev1.Pod) {
 			p.Spec.Containers[0].Ports = []corev1.ContainerPort{{Name: "ui", ContainerPort: 4040}}
@@ -94,9 +96,9 @@ func TestUIRefusals(t *testing.T) {
 		{"ui off, policy asks", "ui: {service: true}\n", "spark.ui.enabled false", "", "set sparklet.io/ui: \"false\""},
 	} {
 		pod := driverPod(func(p *corev1.Pod) {
-			p.Annotations = map[string]string{AnnotationSparkConf: tc.conf}
+			p.Annotations = map[string]string{vocab.AnnotationSparkConf: tc.conf}
 			if tc.ui != "" {
-				p.Annotations[AnnotationUI] = tc.ui
+				p.Annotations[vocab.AnnotationUI] = tc.ui
 			}
 		})
 		_, err := inject(t, pod, mustPolicy(t, tc.policy))
@@ -107,7 +109,7 @@ func TestUIRefusals(t *testing.T) {
 	}
 	// Declining wins over a policy that asks, whatever the port.
 	pod := driverPod(func(p *corev1.Pod) {
-		p.Annotations = map[string]string{AnnotationSparkConf: "spark.ui.port 0", AnnotationUI: "false"}
+		p.Annotations = map[string]string{vocab.AnnotationSparkConf: "spark.ui.port 0", vocab.AnnotationUI: "false"}
 	})
 	if _, err := inject(t, pod, mustPolicy(t, "ui: {service: true}\n")); err != nil {
 		t.Errorf("declined UI: %v", err)

@@ -5,6 +5,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // addVolumes adds the volumes sparklet owns: the configuration, the JVM's
@@ -25,18 +26,18 @@ func addVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 
 	items := []corev1.DownwardAPIVolumeFile{{
 		Path:     ConfFile,
-		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationEffectiveConf + "']"},
+		FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + vocab.AnnotationEffectiveConf + "']"},
 	}}
-	if _, ok := pod.Annotations[AnnotationSparkConf]; ok {
+	if _, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     UserConfFile,
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + AnnotationSparkConf + "']"},
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + vocab.AnnotationSparkConf + "']"},
 		})
 	}
 	if p.fetch != nil {
 		items = append(items, corev1.DownwardAPIVolumeFile{
 			Path:     FetchFile,
-			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + spec.Annotation + "']"},
+			FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.annotations['" + vocab.AnnotationFetch + "']"},
 		})
 	}
 	ownVolume(corev1.Volume{Name: VolumeConf, VolumeSource: corev1.VolumeSource{DownwardAPI: &corev1.DownwardAPIVolumeSource{Items: items}}})

@@ -16,6 +16,7 @@ import (
 	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // allocator creates the executor pods the JVM asks for, under the executor
@@ -112,7 +113,7 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, b
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		existing, gerr := a.client.Pods(a.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if gerr == nil && existing.Labels[patches.LabelAppID] == a.appID {
+		if gerr == nil && existing.Labels[vocab.LabelAppID] == a.appID {
 			return existing, false, nil
 		}
 		return nil, false, err

@@ -6,21 +6,23 @@ import (
 	"time"
 
 	"github.com/sparklet/sparklet/internal/version"
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Config is the sidecar's whole configuration. The webhook sets the fields
-// up to ConfSHA256 through the sidecar container's env, a policy.SidecarEnv
+// up to ConfSHA256 through the sidecar container's env, a patches.SidecarEnv
 // (see docs/sidecar.md).
 type Config struct {
-	PodName        string // policy.EnvPodName
-	Namespace      string // policy.EnvPodNamespace
-	Listen         string // policy.EnvListen: the JVM's API, on 127.0.0.1
-	MetricsListen  string // policy.EnvMetricsListen: /metrics, /readyz, /healthz
-	TokenFile      string // policy.EnvTokenFile: the JVM's per-pod token
-	SparkContainer string // policy.EnvSparkContainer: watched for termination
-	PolicyJSON     string // policy.EnvPolicy: the effective policy, JSON
-	ConfSHA256     string // policy.EnvConfSHA256: digest of the effective conf the webhook wrote
+	PodName        string // vocab.EnvPodName
+	Namespace      string // vocab.EnvPodNamespace
+	Listen         string // vocab.EnvListen: the JVM's API, on 127.0.0.1
+	MetricsListen  string // vocab.EnvMetricsListen: /metrics, /readyz, /healthz
+	TokenFile      string // vocab.EnvTokenFile: the JVM's per-pod token
+	SparkContainer string // vocab.EnvSparkContainer: watched for termination
+	PolicyJSON     string // vocab.EnvPolicy: the effective policy, JSON
+	ConfSHA256     string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
 	Kubeconfig     string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration
@@ -32,12 +34,12 @@ type Config struct {
 func (c *Config) Validate() error {
 	var errs []error
 	for _, f := range []struct{ name, value string }{
-		{policy.EnvPodName + " (--pod-name)", c.PodName},
-		{policy.EnvPodNamespace + " (--namespace)", c.Namespace},
-		{policy.EnvListen + " (--listen)", c.Listen},
-		{policy.EnvMetricsListen + " (--metrics-listen)", c.MetricsListen},
-		{policy.EnvTokenFile + " (--token-file)", c.TokenFile},
-		{policy.EnvSparkContainer + " (--spark-container)", c.SparkContainer},
+		{vocab.EnvPodName + " (--pod-name)", c.PodName},
+		{vocab.EnvPodNamespace + " (--namespace)", c.Namespace},
+		{vocab.EnvListen + " (--listen)", c.Listen},
+		{vocab.EnvMetricsListen + " (--metrics-listen)", c.MetricsListen},
+		{vocab.EnvTokenFile + " (--token-file)", c.TokenFile},
+		{vocab.EnvSparkContainer + " (--spark-container)", c.SparkContainer},
 	} {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required; the webhook sets it in the injected sidecar", f.name))
@@ -52,5 +54,5 @@ func (c *Config) Validate() error {
 // Policy decodes the effective policy the webhook recorded, or returns the
 // built-in one for the namespace when none was recorded.
 func (c *Config) Policy() (*policy.Effective, error) {
-	return policy.SidecarPolicy(c.PolicyJSON, c.Namespace, version.Version)
+	return patches.SidecarPolicy(c.PolicyJSON, c.Namespace, version.Version)
 }

@@ -22,7 +22,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // fuzzTarget is one sidecar on a fake API server holding, besides the
@@ -36,9 +36,9 @@ type fuzzTarget struct {
 
 var untouchable = []*corev1.Pod{
 	{ObjectMeta: metav1.ObjectMeta{Name: "other-app-exec-1", Namespace: testNS, ResourceVersion: "7", Labels: map[string]string{
-		patches.LabelAppID: "spark-other", patches.LabelRole: "executor", patches.LabelExecID: "1"}}},
+		vocab.LabelAppID: "spark-other", vocab.LabelRole: "executor", vocab.LabelExecID: "1"}}},
 	{ObjectMeta: metav1.ObjectMeta{Name: "pi-exec-1", Namespace: "elsewhere", ResourceVersion: "7", Labels: map[string]string{
-		patches.LabelAppID: testApp, patches.LabelRole: "executor", patches.LabelExecID: "1"}}},
+		vocab.LabelAppID: testApp, vocab.LabelRole: "executor", vocab.LabelExecID: "1"}}},
 }
 
 func startFuzzTarget(f *testing.F) *fuzzTarget {
@@ -193,7 +193,7 @@ func (ft *fuzzTarget) checkScope(t *testing.T, what string) {
 			t.Errorf("%s: the sidecar made a %s %s call in namespace %q", what, a.GetVerb(), a.GetResource().Resource, ns)
 		}
 		if c, ok := a.(k8stesting.CreateAction); ok && a.GetResource().Resource != "events" {
-			if m, err := meta.Accessor(c.GetObject()); err != nil || m.GetLabels()[patches.LabelAppID] != testApp {
+			if m, err := meta.Accessor(c.GetObject()); err != nil || m.GetLabels()[vocab.LabelAppID] != testApp {
 				t.Errorf("%s: the sidecar created a %s outside its application", what, a.GetResource().Resource)
 			}
 		}
@@ -205,7 +205,7 @@ func (ft *fuzzTarget) checkScope(t *testing.T, what string) {
 			t.Fatalf("%s: pod %s/%s is gone: %v", what, want.Namespace, want.Name, err)
 		}
 		pod := got.(*corev1.Pod)
-		if pod.ResourceVersion != want.ResourceVersion || pod.Labels[patches.LabelAppID] != want.Labels[patches.LabelAppID] {
+		if pod.ResourceVersion != want.ResourceVersion || pod.Labels[vocab.LabelAppID] != want.Labels[vocab.LabelAppID] {
 			t.Fatalf("%s: pod %s/%s was changed: %+v", what, want.Namespace, want.Name, pod.ObjectMeta)
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // hubSize is how many recent events a watch can resume from, and
@@ -30,7 +30,7 @@ const (
 // Spark container ends. The informers run until stop is closed.
 func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*state, <-chan struct{}, error) {
 	execPods := s.podInformer(func(o *metav1.ListOptions) {
-		o.LabelSelector = patches.LabelAppID + "=" + s.appID + "," + patches.LabelRole + "=executor"
+		o.LabelSelector = vocab.LabelAppID + "=" + s.appID + "," + vocab.LabelRole + "=executor"
 	})
 	driverPods := s.podInformer(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
@@ -47,7 +47,7 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		driverName: s.cfg.PodName,
 		executors: &source{store: execPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
 			keep: func(p *cachedPod) bool {
-				return p.Labels[patches.LabelAppID] == s.appID && p.Labels[patches.LabelRole] == "executor"
+				return p.Labels[vocab.LabelAppID] == s.appID && p.Labels[vocab.LabelRole] == "executor"
 			}},
 		driverSource: &source{store: driverPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
 			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},

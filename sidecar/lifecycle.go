@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkEndedHandler returns an event handler for the driver pod's informer
@@ -45,14 +45,14 @@ func sparkTerminated(pod *corev1.Pod, container string) bool {
 func cleanup(ctx context.Context, client kubecore.Interface, namespace, appID string) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
-	app := patches.LabelAppID + "=" + appID
+	app := vocab.LabelAppID + "=" + appID
 
 	steps := []struct {
 		what string
 		run  func() error
 	}{
 		{"executor pods", func() error {
-			return client.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + patches.LabelRole + "=executor"})
+			return client.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + vocab.LabelRole + "=executor"})
 		}},
 		{"executor ConfigMaps", func() error {
 			return client.ConfigMaps(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})

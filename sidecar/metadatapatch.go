@@ -7,12 +7,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // protectedLabels may not be changed through the sidecar: they scope what
 // it serves.
-var protectedLabels = []string{patches.LabelAppID, patches.LabelRole}
+var protectedLabels = []string{vocab.LabelAppID, vocab.LabelRole}
 
 // checkMetadataPatch allows patches that only touch labels and annotations
 // (and resourceVersion, which fabric8's edit diff adds as a lock).

@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // servePassThrough forwards Spark's ConfigMap, PVC and Service calls with
@@ -134,9 +134,9 @@ func (a *API) decodeOwned(req *request, obj any, meta *metav1.ObjectMeta) error 
 		return err
 	}
 	gr := schema.GroupResource{Resource: req.resource}
-	if got := meta.Labels[patches.LabelAppID]; got != a.appID {
+	if got := meta.Labels[vocab.LabelAppID]; got != a.appID {
 		return apierrors.NewForbidden(gr, meta.Name,
-			fmt.Errorf("it must carry label %s=%s (this driver's application), got %q", patches.LabelAppID, a.appID, got))
+			fmt.Errorf("it must carry label %s=%s (this driver's application), got %q", vocab.LabelAppID, a.appID, got))
 	}
 	if meta.Namespace != "" && meta.Namespace != a.namespace {
 		return apierrors.NewForbidden(gr, meta.Name, fmt.Errorf("namespace must be %s", a.namespace))

@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // fullExecutor is an executor with the fields Spark reads and a
@@ -108,7 +108,7 @@ func TestTransformIsIdempotentAndSlim(t *testing.T) {
 	if c.whole != nil || c.Annotations != nil || c.OwnerReferences != nil || c.ManagedFields != nil {
 		t.Errorf("an executor's cache entry keeps more than the sidecar reads: %+v", c.podFacts)
 	}
-	if c.Name != "pi-exec-1" || c.Labels[patches.LabelRole] != "executor" || c.Phase != corev1.PodRunning || c.NodeName != "node-1" ||
+	if c.Name != "pi-exec-1" || c.Labels[vocab.LabelRole] != "executor" || c.Phase != corev1.PodRunning || c.NodeName != "node-1" ||
 		c.RestartPolicy != corev1.RestartPolicyNever || c.ResourceVersion != "" || c.UID != "exec-uid" {
 		t.Errorf("an executor's cache entry lost what the sidecar reads: %+v", c.podFacts)
 	}

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // gangDriver is a driver whose YuniKorn gang has executors of 1 CPU and
@@ -24,7 +25,7 @@ func gangDriver(t *testing.T) *corev1.Pod {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Annotations = map[string]string{patches.AnnotationScheduling: string(rec)}
+	d.Annotations = map[string]string{vocab.AnnotationScheduling: string(rec)}
 	return d
 }
 

@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // selectors are a request's label and field selectors.
@@ -54,6 +54,6 @@ func (s selectors) driverOnly(driver string) bool {
 
 // withApp narrows the label selector to this application.
 func (s selectors) withApp(appID string) labels.Selector {
-	req, _ := labels.NewRequirement(patches.LabelAppID, selection.Equals, []string{appID})
+	req, _ := labels.NewRequirement(vocab.LabelAppID, selection.Equals, []string{appID})
 	return s.labels.Add(*req)
 }

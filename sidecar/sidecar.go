@@ -18,6 +18,7 @@ import (
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Sidecar is one running sidecar.
@@ -125,15 +126,15 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 		return fmt.Errorf("read own pod %s/%s: %w", s.cfg.Namespace, s.cfg.PodName, err)
 	}
 	s.driver = own
-	s.appID = own.Labels[patches.LabelAppID]
+	s.appID = own.Labels[vocab.LabelAppID]
 	if s.appID == "" {
-		return fmt.Errorf("pod %s has no %s label: it was not injected by the sparklet webhook", own.Name, patches.LabelAppID)
+		return fmt.Errorf("pod %s has no %s label: it was not injected by the sparklet webhook", own.Name, vocab.LabelAppID)
 	}
 	s.log = s.log.WithField("app", s.appID)
 	s.events = newRecorder(s.client, own, s.log)
 	if want := s.cfg.ConfSHA256; want != "" && patches.DeliveredDigest(own) != want {
 		msg := fmt.Sprintf("annotation %s or %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
-			patches.AnnotationSparkConf, patches.AnnotationEffectiveConf)
+			vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf)
 		s.events.warning("ConfigurationTampered", msg)
 		s.events.flush(5 * time.Second)
 		return errors.New(msg)

@@ -27,6 +27,7 @@ import (
 	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 const (
@@ -47,7 +48,7 @@ type harness struct {
 func driver() *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: testNS, UID: "driver-uid",
-			Labels: map[string]string{patches.LabelRole: "driver", patches.LabelAppID: testApp}},
+			Labels: map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: testApp}},
 		Spec: corev1.PodSpec{ServiceAccountName: "spark-driver", Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
 	}
 }
@@ -116,7 +117,7 @@ func (h *harness) do(method, path, contentType string, body any) (int, []byte) {
 func executor(id int) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("pi-exec-%d", id), Labels: map[string]string{
-			patches.LabelAppID: testApp, patches.LabelRole: "executor", patches.LabelExecID: fmt.Sprint(id)}},
+			vocab.LabelAppID: testApp, vocab.LabelRole: "executor", vocab.LabelExecID: fmt.Sprint(id)}},
 		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
 			Name: "spark-kubernetes-executor", Image: "apache/spark:3.5.4"}}},
 	}
@@ -153,10 +154,10 @@ func (h *harness) waitListed(selector string, n int) []corev1.Pod {
 // either after admission stops the sidecar.
 func TestEditedConfigurationIsRefused(t *testing.T) {
 	admitted := map[string]string{
-		patches.AnnotationSparkConf:     "spark.executor.memory 2g\n",
-		patches.AnnotationEffectiveConf: "spark.eventLog.enabled true\n",
+		vocab.AnnotationSparkConf:     "spark.executor.memory 2g\n",
+		vocab.AnnotationEffectiveConf: "spark.eventLog.enabled true\n",
 	}
-	for _, edited := range []string{patches.AnnotationSparkConf, patches.AnnotationEffectiveConf} {
+	for _, edited := range []string{vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf} {
 		t.Run(edited, func(t *testing.T) {
 			d := driver()
 			d.Annotations = maps.Clone(admitted)
@@ -248,7 +249,7 @@ func TestPolicyRefusalAndOtherApp(t *testing.T) {
 		t.Errorf("hostPath executor: %d %s", code, body)
 	}
 	other := executor(2)
-	other.Labels[patches.LabelAppID] = "someone-else"
+	other.Labels[vocab.LabelAppID] = "someone-else"
 	if code, body := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", other); code != 403 || !strings.Contains(string(body), "someone-else") {
 		t.Errorf("other app's executor: %d %s", code, body)
 	}
@@ -391,7 +392,7 @@ func TestWatchOverHTTPResumesWithoutGone(t *testing.T) {
 }
 
 func TestLifecycleCleansUpWhenTheDriverEnds(t *testing.T) {
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spark-exec-1-conf-map", Namespace: testNS, Labels: map[string]string{patches.LabelAppID: testApp}}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "spark-exec-1-conf-map", Namespace: testNS, Labels: map[string]string{vocab.LabelAppID: testApp}}}
 	h := start(t, "", executorIn(1, corev1.PodRunning), cm)
 	d := driver()
 	d.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "spark", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 1}}}}
@@ -504,7 +505,7 @@ func TestExecutorNeverRunsAsTheDriverAccount(t *testing.T) {
 // before the API server sees it.
 func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
 	drv := driver()
-	drv.Annotations = map[string]string{patches.AnnotationScheduling: `{"scheduler":"kueue","queue":"lq"}`}
+	drv.Annotations = map[string]string{vocab.AnnotationScheduling: `{"scheduler":"kueue","queue":"lq"}`}
 	h := startWith(t, "", drv)
 	bad := executor(1)
 	bad.Spec.NodeName = "worker-7"

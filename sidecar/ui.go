@@ -16,6 +16,7 @@ import (
 	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // uiService is the Service for the driver's Spark UI when it was asked
@@ -25,7 +26,7 @@ import (
 func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1.Service, error) {
 	// The webhook refused other values of the annotation.
 	want := pol.UIService
-	if v, ok := driver.Annotations[patches.AnnotationUI]; ok {
+	if v, ok := driver.Annotations[vocab.AnnotationUI]; ok {
 		want = strings.EqualFold(v, "true")
 	}
 	if !want {
@@ -33,7 +34,7 @@ func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1
 	}
 	conf, err := patches.EffectiveConf(driver.Annotations)
 	if err != nil {
-		return nil, fmt.Errorf("annotations %s and %s: %w", patches.AnnotationSparkConf, patches.AnnotationEffectiveConf, err)
+		return nil, fmt.Errorf("annotations %s and %s: %w", vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf, err)
 	}
 	port := patches.UIPort(conf)
 	if port == 0 {
@@ -44,13 +45,13 @@ func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      uiServiceName(driver.Name),
 			Namespace: driver.Namespace,
-			Labels:    map[string]string{"app.kubernetes.io/managed-by": "sparklet", patches.LabelUIFor: driver.Name},
+			Labels:    map[string]string{"app.kubernetes.io/managed-by": "sparklet", vocab.LabelUIFor: driver.Name},
 			// Owned by the driver pod: the garbage collector deletes the
 			// Service with the pod.
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: driver.Name, UID: driver.UID, Controller: &yes}},
 		},
 		Spec: corev1.ServiceSpec{
-			Selector: map[string]string{patches.LabelRole: "driver", patches.LabelAppID: appID},
+			Selector: map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: appID},
 			Ports:    []corev1.ServicePort{{Name: patches.UIPortName, Port: port, TargetPort: intstr.FromInt32(port), Protocol: corev1.ProtocolTCP}},
 		},
 	}, nil
@@ -133,7 +134,7 @@ func exposeUI(ctx context.Context, client kubecore.Interface, driver *corev1.Pod
 			url = ingressURL(ing)
 		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{patches.AnnotationUIURL: url}}})
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationUIURL: url}}})
 	if _, err := client.Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		events.warning("SparkUIFailed", fmt.Sprintf("annotate the driver with the Spark UI's URL %s: %v", url, err))
 		return

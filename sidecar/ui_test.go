@@ -14,15 +14,16 @@ import (
 	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func uiDriver(annotations map[string]string) *corev1.Pod {
-	a := map[string]string{patches.AnnotationEffectiveConf: "spark.app.id spark-1\n"}
+	a := map[string]string{vocab.AnnotationEffectiveConf: "spark.app.id spark-1\n"}
 	for k, v := range annotations {
 		a[k] = v
 	}
 	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "ns", UID: "uid-1", Annotations: a,
-		Labels: map[string]string{patches.LabelRole: "driver", patches.LabelAppID: "spark-1"}}}
+		Labels: map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: "spark-1"}}}
 }
 
 // TestExposeUI: asked for by the policy or the annotation (which wins),
@@ -37,9 +38,9 @@ func TestExposeUI(t *testing.T) {
 	}{
 		{"not asked", false, nil, 0},
 		{"policy", true, nil, 4040},
-		{"annotation", false, map[string]string{patches.AnnotationUI: "true"}, 4040},
-		{"declined", true, map[string]string{patches.AnnotationUI: "false"}, 0},
-		{"own port", true, map[string]string{patches.AnnotationEffectiveConf: "spark.ui.port 4999\n"}, 4999},
+		{"annotation", false, map[string]string{vocab.AnnotationUI: "true"}, 4040},
+		{"declined", true, map[string]string{vocab.AnnotationUI: "false"}, 0},
+		{"own port", true, map[string]string{vocab.AnnotationEffectiveConf: "spark.ui.port 4999\n"}, 4999},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			driver := uiDriver(tc.annotations)
@@ -52,8 +53,8 @@ func TestExposeUI(t *testing.T) {
 			pod, _ := client.CoreV1().Pods("ns").Get(context.Background(), "pi", metav1.GetOptions{})
 			evs, _ := client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
 			if tc.port == 0 {
-				if len(svcs.Items) != 0 || pod.Annotations[patches.AnnotationUIURL] != "" || len(evs.Items) != 0 {
-					t.Errorf("not asked for, yet: services %v, annotation %q, events %v", svcs.Items, pod.Annotations[patches.AnnotationUIURL], evs.Items)
+				if len(svcs.Items) != 0 || pod.Annotations[vocab.AnnotationUIURL] != "" || len(evs.Items) != 0 {
+					t.Errorf("not asked for, yet: services %v, annotation %q, events %v", svcs.Items, pod.Annotations[vocab.AnnotationUIURL], evs.Items)
 				}
 				return
 			}
@@ -65,15 +66,15 @@ func TestExposeUI(t *testing.T) {
 			if svc.Name != "pi-ui" || len(own) != 1 || own[0].UID != driver.UID || own[0].Kind != "Pod" || own[0].Name != "pi" {
 				t.Errorf("Service %s owned by %+v, want pi-ui owned by the driver pod", svc.Name, own)
 			}
-			if svc.Spec.Selector[patches.LabelRole] != "driver" || svc.Spec.Selector[patches.LabelAppID] != "spark-1" || len(svc.Spec.Selector) != 2 {
+			if svc.Spec.Selector[vocab.LabelRole] != "driver" || svc.Spec.Selector[vocab.LabelAppID] != "spark-1" || len(svc.Spec.Selector) != 2 {
 				t.Errorf("selector %v", svc.Spec.Selector)
 			}
 			if p := svc.Spec.Ports[0]; p.Port != tc.port || p.TargetPort.IntVal != tc.port || p.Name != patches.UIPortName {
 				t.Errorf("port %+v, want %d", p, tc.port)
 			}
 			url := "http://pi-ui.ns.svc:" + map[int32]string{4040: "4040", 4999: "4999"}[tc.port]
-			if got := pod.Annotations[patches.AnnotationUIURL]; got != url {
-				t.Errorf("%s = %q, want %q", patches.AnnotationUIURL, got, url)
+			if got := pod.Annotations[vocab.AnnotationUIURL]; got != url {
+				t.Errorf("%s = %q, want %q", vocab.AnnotationUIURL, got, url)
 			}
 			if len(evs.Items) != 1 || evs.Items[0].Reason != "SparkUI" || !strings.Contains(evs.Items[0].Message, url) {
 				t.Errorf("events %+v, want one SparkUI event with the URL", evs.Items)
@@ -104,7 +105,7 @@ func TestUIServiceName(t *testing.T) {
 // TestExposeUIIngress: with the policy's template, an Ingress owned by
 // the pod routes the host to the UI Service, and the URL is the Ingress's.
 func TestExposeUIIngress(t *testing.T) {
-	driver := uiDriver(map[string]string{patches.AnnotationUI: "true"})
+	driver := uiDriver(map[string]string{vocab.AnnotationUI: "true"})
 	client := fake.NewClientset(driver)
 	events := newRecorder(kubecoretest.New(client), driver, logrus.NewEntry(logrus.New()))
 	pol := &policy.Effective{UIIngress: &policy.UIIngress{Host: "{{name}}-{{app}}.{{namespace}}.spark.example.com", IngressClassName: "nginx",
@@ -129,7 +130,7 @@ func TestExposeUIIngress(t *testing.T) {
 		t.Errorf("Ingress owners %+v", own)
 	}
 	pod, _ := client.CoreV1().Pods("ns").Get(context.Background(), "pi", metav1.GetOptions{})
-	if got := pod.Annotations[patches.AnnotationUIURL]; got != "https://"+host+"/" {
-		t.Errorf("%s = %q, want the Ingress's https URL", patches.AnnotationUIURL, got)
+	if got := pod.Annotations[vocab.AnnotationUIURL]; got != "https://"+host+"/" {
+		t.Errorf("%s = %q, want the Ingress's https URL", vocab.AnnotationUIURL, got)
 	}
 }

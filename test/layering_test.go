@@ -29,9 +29,11 @@ var (
 // or through them) and import, besides the standard library, only paths
 // with the listed prefixes (any path when none are listed).
 var pure = []purity{
-	{pkg: "patches", project: []string{"policy", "fetch/spec", "patches/submitargs"}, external: []string{"k8s.io/", "sigs.k8s.io/"}},
+	{pkg: "patches", project: []string{"policy", "fetch/spec", "patches/submitargs", "patches/sparkconf", "vocab"}, external: []string{"k8s.io/", "sigs.k8s.io/"}},
 	{pkg: "patches/submitargs", project: []string{}, external: []string{}},
-	{pkg: "policy", project: []string{"fetch/spec"}},
+	{pkg: "patches/sparkconf", project: []string{}, external: []string{}},
+	{pkg: "policy", project: []string{"fetch/spec", "vocab"}},
+	{pkg: "vocab", project: []string{}, external: []string{}},
 	// The schedulers run next to the control plane, never on sparklet's
 	// own code, so what they decide is theirs.
 	{pkg: "test/schedulers", project: []string{"test/cluster", "test/ready", "internal/certs"}},
@@ -78,6 +80,8 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("patches"), Imports: []string{"fmt", m("policy"), "k8s.io/api/core/v1"}, Deps: []string{"fmt", m("policy"), m("fetch/spec")}},
 		{ImportPath: m("policy"), Imports: []string{m("fetch/spec"), "github.com/some/lib"}, Deps: []string{m("fetch/spec"), "github.com/some/lib"}},
 		{ImportPath: m("patches/submitargs"), Imports: []string{"strings"}, Deps: []string{"strings"}},
+		{ImportPath: m("patches/sparkconf"), Imports: []string{"strings"}, Deps: []string{"strings"}},
+		{ImportPath: m("vocab"), Imports: []string{}, Deps: []string{}},
 		{ImportPath: m("webhook"), Imports: []string{m("patches")}, Deps: []string{m("patches"), m("policy")}},
 		{ImportPath: m("sidecar"), Imports: []string{m("patches")}, Deps: []string{m("patches")}},
 		{ImportPath: m("bench"), Imports: []string{m("test/env")}, Deps: []string{m("test/env")}},
@@ -92,6 +96,8 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("patches"), Imports: []string{m("internal/podpatch"), "github.com/sirupsen/logrus"}, Deps: []string{m("internal/podpatch"), "github.com/sirupsen/logrus"}},
 		{ImportPath: m("policy"), Imports: []string{m("internal/version")}, Deps: []string{m("internal/version")}},
 		{ImportPath: m("patches/submitargs"), Imports: []string{"github.com/some/lib"}, Deps: []string{"github.com/some/lib"}},
+		{ImportPath: m("patches/sparkconf"), Imports: []string{"strings"}, Deps: []string{"strings"}},
+		{ImportPath: m("vocab"), Imports: []string{}, Deps: []string{}},
 		{ImportPath: m("webhook"), Imports: []string{m("internal/shared")}, Deps: []string{m("internal/shared"), m("sidecar/api")}},
 		{ImportPath: m("sidecar/api"), Imports: []string{m("webhook")}, Deps: []string{m("webhook")}},
 		{ImportPath: m("cmd/sparklet"), Imports: []string{m("webhook")}, Deps: []string{m("webhook"), m("test/verify"), m("hack/spark")}},

@@ -15,6 +15,7 @@ import (
 	"github.com/sparklet/sparklet/inject"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 const jobYAML = `apiVersion: batch/v1
@@ -68,10 +69,10 @@ func appIDs(t *testing.T, admitted []byte) (label, conf, status string) {
 		t.Fatal(err)
 	}
 	var st patches.Status
-	if err := json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st); err != nil {
+	if err := json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st); err != nil {
 		t.Fatal(err)
 	}
-	return pod.Labels[patches.LabelAppID], c["spark.app.id"], st.AppID
+	return pod.Labels[vocab.LabelAppID], c["spark.app.id"], st.AppID
 }
 
 // Every pod a Job creates gets its own application id, from a plain
@@ -91,7 +92,7 @@ func TestEveryPodFromATemplateGetsItsOwnAppID(t *testing.T) {
 	if err := inject.Run(strings.NewReader(strings.ReplaceAll(jobYAML, "%s", "")), &rendered, inject.Options{Policy: pol, Version: "test"}); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(rendered.String(), patches.LabelAppID) || strings.Contains(rendered.String(), "spark.app.id") {
+	if strings.Contains(rendered.String(), vocab.LabelAppID) || strings.Contains(rendered.String(), "spark.app.id") {
 		t.Fatalf("the rendered template carries an application id, which every pod would share:\n%s", rendered.String())
 	}
 	templates := map[string][]byte{

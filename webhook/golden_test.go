@@ -23,6 +23,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/verify"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -175,7 +176,7 @@ func TestGolden(t *testing.T) {
 					t.Fatal(err)
 				}
 				// A pod left alone must come back exactly as it was sent.
-				if _, injected := pod.Annotations[patches.AnnotationStatus]; !injected {
+				if _, injected := pod.Annotations[vocab.AnnotationStatus]; !injected {
 					if !bytes.Equal(in, out) {
 						t.Errorf("a pod sparklet left alone was changed:\n%s", out)
 					}
@@ -207,8 +208,8 @@ func withGoldenAppID(t *testing.T, in, out []byte) []byte {
 	if err := json.Unmarshal(out, &admitted); err != nil {
 		t.Fatal(err)
 	}
-	id, labelled := admitted.Labels[patches.LabelAppID]
-	if !labelled || sent.Labels[patches.LabelAppID] == id {
+	id, labelled := admitted.Labels[vocab.LabelAppID]
+	if !labelled || sent.Labels[vocab.LabelAppID] == id {
 		return out
 	}
 	if !generatedAppID.MatchString(id) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // gather returns the registry's families by name.
@@ -124,8 +125,8 @@ func TestReasonsAreFixedSnakeCase(t *testing.T) {
 	if got := skip(&corev1.Pod{}); got != patches.SkipNotDriver {
 		t.Errorf("unlabelled pod: reason %q", got)
 	}
-	optedOut := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{patches.LabelRole: "driver"},
-		Annotations: map[string]string{patches.AnnotationInject: "false"}}}
+	optedOut := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{vocab.LabelRole: "driver"},
+		Annotations: map[string]string{vocab.AnnotationInject: "false"}}}
 	if got := skip(optedOut); got != patches.SkipOptedOut {
 		t.Errorf("opted-out pod: reason %q", got)
 	}

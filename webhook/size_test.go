@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sizedDriver is a driver pod whose sparklet.io/spark-conf is size bytes.
@@ -21,8 +21,8 @@ func sizedDriver(t *testing.T, size int) []byte {
 	}
 	pod := corev1.Pod{
 		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
-		ObjectMeta: metav1.ObjectMeta{Name: "big-conf", Labels: map[string]string{patches.LabelRole: "driver"},
-			Annotations: map[string]string{patches.AnnotationSparkConf: conf.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: "big-conf", Labels: map[string]string{vocab.LabelRole: "driver"},
+			Annotations: map[string]string{vocab.AnnotationSparkConf: conf.String()}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.0.0",
 			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"}}}},
 	}

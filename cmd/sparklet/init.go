@@ -14,6 +14,7 @@ import (
 
 	"github.com/sparklet/sparklet/fetch"
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func newInitCmd(a *app) *cobra.Command {
@@ -22,7 +23,7 @@ func newInitCmd(a *app) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init",
 		Short: "Fetch the driver pod's remote dependencies (the sparklet-init container)",
-		Long:  "The fetch policy comes from env " + spec.PolicyEnv + ", as JSON (unset: the defaults).",
+		Long:  "The fetch policy comes from env " + vocab.EnvFetchPolicy + ", as JSON (unset: the defaults).",
 		Args:  noArgs,
 		RunE: func(*cobra.Command, []string) error {
 			cfg.Log = a.log
@@ -30,7 +31,7 @@ func newInitCmd(a *app) *cobra.Command {
 		},
 	}
 	fs := cmd.Flags()
-	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "", "the file the downward API projects the pod's "+spec.Annotation+" annotation into (required)")
+	fs.StringVar(&cfg.AnnotationFile, "annotation-file", "", "the file the downward API projects the pod's "+vocab.AnnotationFetch+" annotation into (required)")
 	fs.StringVar(&cfg.Dest, "dest", spec.MountPath, "the directory the files land in")
 	fs.IntVar(&cfg.Retries, "retries", fetch.DefaultRetries, "failed attempts in a row allowed per file after the first")
 	fs.DurationVar(&cfg.Backoff, "backoff", fetch.DefaultBackoff, "first retry delay; it doubles each time")
@@ -48,9 +49,9 @@ func runInit(cfg fetch.Config, termLog string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	cfg.Policy, err = spec.DecodePolicy(os.Getenv(spec.PolicyEnv))
+	cfg.Policy, err = spec.DecodePolicy(os.Getenv(vocab.EnvFetchPolicy))
 	if err != nil {
-		err = fmt.Errorf("%s: %w", spec.PolicyEnv, err)
+		err = fmt.Errorf("%s: %w", vocab.EnvFetchPolicy, err)
 	} else {
 		err = fetch.Run(ctx, cfg)
 	}

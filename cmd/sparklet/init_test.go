@@ -17,9 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/fetch/spec"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // injectedInit runs the webhook's patches over a driver pod that fetches
@@ -32,8 +32,8 @@ func injectedInit(t *testing.T, policyYAML, annotation string) corev1.Container 
 	}
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "pi", Namespace: "spark-jobs",
-			Labels:      map[string]string{patches.LabelRole: "driver"},
-			Annotations: map[string]string{spec.Annotation: annotation}},
+			Labels:      map[string]string{vocab.LabelRole: "driver"},
+			Annotations: map[string]string{vocab.AnnotationFetch: annotation}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4",
 			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"}}}},
 	}
@@ -132,7 +132,7 @@ func TestInitNamesThePolicyField(t *testing.T) {
 		{`{"allowedURLPrefixes":["https://repo.example.com"]}`, `SPARKLET_FETCH_POLICY: fetch.allowedURLPrefixes[0]: "https://repo.example.com" must include the path after the host`},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
-			t.Setenv(spec.PolicyEnv, tc.value)
+			t.Setenv(vocab.EnvFetchPolicy, tc.value)
 			dir := t.TempDir()
 			file, termLog := filepath.Join(dir, "fetch"), filepath.Join(dir, "termination-log")
 			if err := os.WriteFile(file, []byte("https://repo.example.com/a.jar\n"), 0o644); err != nil {

@@ -11,8 +11,9 @@ import (
 
 	"github.com/sparklet/sparklet/internal/gcpercent"
 	"github.com/sparklet/sparklet/internal/kubecore"
-	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/sidecar"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 func newSidecarCmd(a *app) *cobra.Command {
@@ -26,13 +27,13 @@ func newSidecarCmd(a *app) *cobra.Command {
 		RunE: func(*cobra.Command, []string) error { return runSidecar(a, cfg) },
 	}
 	fs := cmd.Flags()
-	env := policy.ParseSidecarEnv(os.LookupEnv)
-	fs.StringVar(&cfg.PodName, "pod-name", env.PodName, "the driver pod's name (env "+policy.EnvPodName+")")
-	fs.StringVar(&cfg.Namespace, "namespace", env.Namespace, "the driver pod's namespace (env "+policy.EnvPodNamespace+")")
-	fs.StringVar(&cfg.Listen, "listen", env.Listen, "address of the JVM's API (env "+policy.EnvListen+")")
-	fs.StringVar(&cfg.MetricsListen, "metrics-listen", env.MetricsListen, "address of /metrics, /readyz, /healthz (env "+policy.EnvMetricsListen+")")
-	fs.StringVar(&cfg.TokenFile, "token-file", env.TokenFile, "where to write the JVM's token (env "+policy.EnvTokenFile+")")
-	fs.StringVar(&cfg.SparkContainer, "spark-container", env.SparkContainer, "the Spark container to watch (env "+policy.EnvSparkContainer+")")
+	env := patches.ParseSidecarEnv(os.LookupEnv)
+	fs.StringVar(&cfg.PodName, "pod-name", env.PodName, "the driver pod's name (env "+vocab.EnvPodName+")")
+	fs.StringVar(&cfg.Namespace, "namespace", env.Namespace, "the driver pod's namespace (env "+vocab.EnvPodNamespace+")")
+	fs.StringVar(&cfg.Listen, "listen", env.Listen, "address of the JVM's API (env "+vocab.EnvListen+")")
+	fs.StringVar(&cfg.MetricsListen, "metrics-listen", env.MetricsListen, "address of /metrics, /readyz, /healthz (env "+vocab.EnvMetricsListen+")")
+	fs.StringVar(&cfg.TokenFile, "token-file", env.TokenFile, "where to write the JVM's token (env "+vocab.EnvTokenFile+")")
+	fs.StringVar(&cfg.SparkContainer, "spark-container", env.SparkContainer, "the Spark container to watch (env "+vocab.EnvSparkContainer+")")
 	fs.StringVar(&cfg.Kubeconfig, "kubeconfig", "", "kubeconfig for running outside a pod (default: the pod's service account)")
 	fs.DurationVar(&cfg.CleanupTimeout, "cleanup-timeout", 5*time.Second, "how long the deletes after the driver ends may take")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")

@@ -16,12 +16,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/emulator"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/schedulers"
 	"github.com/sparklet/sparklet/test/syncbuffer"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // executors is each application's spark.executor.instances: the gang's
@@ -132,12 +132,12 @@ func driverPod(name string) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:   name,
-			Labels: map[string]string{patches.LabelRole: "driver"},
+			Labels: map[string]string{vocab.LabelRole: "driver"},
 			Annotations: map[string]string{
 				"sparklet.io/batch-scheduler":     "yunikorn",
 				"sparklet.io/queue":               schedulers.YuniKornQueue,
 				"sparklet.io/placeholder-timeout": "10m",
-				patches.AnnotationSparkConf:       fmt.Sprintf("spark.executor.instances %d\n", executors),
+				vocab.AnnotationSparkConf:         fmt.Sprintf("spark.executor.instances %d\n", executors),
 			},
 		},
 		Spec: corev1.PodSpec{
@@ -256,7 +256,7 @@ func submit(ctx context.Context, t *testing.T, ns, name string) *app {
 		t.Fatal(err)
 	}
 	if created.Spec.SchedulerName != schedulers.YuniKornName || created.Annotations[schedulers.AnnotationTaskGroups] == "" ||
-		created.Labels[schedulers.LabelAppID] != created.Labels[patches.LabelAppID] || created.Labels[schedulers.LabelQueue] != schedulers.YuniKornQueue {
+		created.Labels[schedulers.LabelAppID] != created.Labels[vocab.LabelAppID] || created.Labels[schedulers.LabelQueue] != schedulers.YuniKornQueue {
 		t.Fatalf("driver %s is not set up for YuniKorn: schedulerName %q, labels %v, task groups %q", name,
 			created.Spec.SchedulerName, created.Labels, created.Annotations[schedulers.AnnotationTaskGroups])
 	}
@@ -362,7 +362,7 @@ func (a *app) requireExecutorsRunning(ctx context.Context) {
 	}
 	running := 0
 	for _, p := range pods {
-		if p.Labels[patches.LabelRole] != "executor" {
+		if p.Labels[vocab.LabelRole] != "executor" {
 			continue
 		}
 		// What the sidecar stamps, and where YuniKorn put it.
@@ -434,7 +434,7 @@ func (a *app) finish(ctx context.Context) {
 			return false, nil
 		}
 		for _, p := range pods {
-			if p.Labels[patches.LabelRole] == "executor" {
+			if p.Labels[vocab.LabelRole] == "executor" {
 				return false, nil
 			}
 		}

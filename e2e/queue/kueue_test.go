@@ -17,11 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	podresource "k8s.io/component-helpers/resource"
 
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/emulator"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/schedulers"
 	"github.com/sparklet/sparklet/test/syncbuffer"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The namespace, LocalQueue and ClusterQueue of the Kueue test.
@@ -45,9 +45,9 @@ func kueueDriver(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
 	pod := fixtures.LoadPod(t, "../../examples/kueue-driver.yaml")
 	pod.Name = name
-	if pod.Annotations[patches.AnnotationBatchScheduler] != "kueue" || pod.Annotations[patches.AnnotationQueue] != localQueue {
+	if pod.Annotations[vocab.AnnotationBatchScheduler] != "kueue" || pod.Annotations[vocab.AnnotationQueue] != localQueue {
 		t.Fatalf("examples/kueue-driver.yaml asks for %q, queue %q; the test wants kueue, %q",
-			pod.Annotations[patches.AnnotationBatchScheduler], pod.Annotations[patches.AnnotationQueue], localQueue)
+			pod.Annotations[vocab.AnnotationBatchScheduler], pod.Annotations[vocab.AnnotationQueue], localQueue)
 	}
 	if _, ok := pod.Labels[schedulers.KueueQueueLabel]; ok {
 		t.Fatalf("examples/kueue-driver.yaml carries Kueue's label itself; the test wants sparklet to write it")
@@ -217,7 +217,7 @@ func createGatedDriver(ctx context.Context, t *testing.T, name string) *corev1.P
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := pod.Annotations[patches.AnnotationStatus]; !ok {
+	if _, ok := pod.Annotations[vocab.AnnotationStatus]; !ok {
 		t.Fatalf("driver %s was not injected by sparklet", name)
 	}
 	if pod.Labels[schedulers.KueueQueueLabel] != localQueue {
@@ -270,7 +270,7 @@ func requireAdmitted(ctx context.Context, t *testing.T, name string) {
 // executors lists the application's executor pods.
 func executors(ctx context.Context, driver *corev1.Pod) ([]corev1.Pod, error) {
 	list, err := env.Client.CoreV1().Pods(kueueNS).List(ctx, metav1.ListOptions{
-		LabelSelector: patches.LabelAppID + "=" + driver.Labels[patches.LabelAppID] + ",spark-role=executor"})
+		LabelSelector: vocab.LabelAppID + "=" + driver.Labels[vocab.LabelAppID] + ",spark-role=executor"})
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestAlternateKeysSizeExecutors runs SparkPi sized by the older keys Spark
@@ -61,7 +61,7 @@ func TestAlternateKeysSizeExecutors(t *testing.T) {
 			if strings.Contains(log(ns, "spark-pi", "spark"), "sparklet policy: ") {
 				t.Errorf("the sidecar refused an executor:\n%s", driverLogTail(ns, "spark-pi"))
 			}
-			waitClean(t, ns, done.Labels[patches.LabelAppID], 30*time.Second)
+			waitClean(t, ns, done.Labels[vocab.LabelAppID], 30*time.Second)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, "spark-pi", metav1.DeleteOptions{})
@@ -77,7 +77,7 @@ func alternatesPod(t *testing.T, d spark.Dist, overhead string) []byte {
 	if err := yaml.Unmarshal(example(t, "spark-pi-pod.yaml", d), &pod); err != nil {
 		t.Fatal(err)
 	}
-	pod.Annotations[patches.AnnotationSparkConf] = "spark.executor.instances 1\nspark.executor.memory 512m\nspark.driver.memory 512m\n" +
+	pod.Annotations[vocab.AnnotationSparkConf] = "spark.executor.instances 1\nspark.executor.memory 512m\nspark.driver.memory 512m\n" +
 		"spark.yarn.executor.memoryOverhead " + overhead + "\nspark.unsafe.offHeap true\nspark.memory.offHeap.size 128m\n"
 	c := &pod.Spec.Containers[0]
 	c.Args[len(c.Args)-1] = "10"

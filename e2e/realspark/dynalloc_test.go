@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestDynamicAllocation runs a job under dynamic allocation with shuffle
@@ -63,8 +63,8 @@ func TestDynamicAllocation(t *testing.T) {
 				t.Errorf("%d executors alive at once, over spark.dynamicAllocation.maxExecutors=3", most)
 			}
 			for _, p := range execs.pods() {
-				if p.Labels[patches.LabelManaged] != "true" {
-					t.Errorf("executor %s was not created through the sidecar: no %s label", p.Name, patches.LabelManaged)
+				if p.Labels[vocab.LabelManaged] != "true" {
+					t.Errorf("executor %s was not created through the sidecar: no %s label", p.Name, vocab.LabelManaged)
 				}
 			}
 			execs.checkNoDuplicates(t)

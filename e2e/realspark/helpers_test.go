@@ -15,6 +15,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // namespace creates an opted-in namespace of the test's own, with the
@@ -151,7 +152,7 @@ func piValue(t *testing.T, logText string) float64 {
 // leftovers counts what the application left: executor pods, executor
 // ConfigMaps and PVCs labelled with its app id.
 func leftovers(ctx context.Context, ns, appID string) (pods, configMaps, pvcs int, err error) {
-	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID + "," + patches.LabelRole + "!=driver"}
+	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID + "," + vocab.LabelRole + "!=driver"}
 	pl, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
 	if err != nil {
 		return 0, 0, 0, err

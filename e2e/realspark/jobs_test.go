@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // oldestAndNewest are the pins the Job and CronJob cases run on: a run
@@ -113,16 +113,16 @@ func checkJobRun(t *testing.T, ns, job string, execs *execTracker) string {
 	if pod.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("Job %s's pod %s is %s, want Succeeded\n%s", job, pod.Name, pod.Status.Phase, driverLogTail(ns, pod.Name))
 	}
-	appID := pod.Labels[patches.LabelAppID]
+	appID := pod.Labels[vocab.LabelAppID]
 	if appID == "" {
-		t.Fatalf("Job %s's pod %s has no %s label", job, pod.Name, patches.LabelAppID)
+		t.Fatalf("Job %s's pod %s has no %s label", job, pod.Name, vocab.LabelAppID)
 	}
 	if pi := piValue(t, log(ns, pod.Name, "spark")); math.Abs(pi-math.Pi) > 0.01 {
 		t.Errorf("Job %s: Pi is roughly %v, more than 0.01 away from π", job, pi)
 	}
 	var own int
 	for _, p := range execs.pods() {
-		if p.Labels[patches.LabelAppID] != appID {
+		if p.Labels[vocab.LabelAppID] != appID {
 			continue
 		}
 		own++

@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/schedulers"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestKueueSparkPi runs examples/kueue-driver.yaml (two executors) with
@@ -66,7 +66,7 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 	if room < 2 {
 		// Spark waits this long for the executors it asked for before it
 		// starts on fewer (30s by default).
-		pod.Annotations[patches.AnnotationSparkConf] += "\nspark.scheduler.maxRegisteredResourcesWaitingTime 5s\n"
+		pod.Annotations[vocab.AnnotationSparkConf] += "\nspark.scheduler.maxRegisteredResourcesWaitingTime 5s\n"
 	}
 	dry, err := env.Client.CoreV1().Pods(ns).Create(ctx, &pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
@@ -138,7 +138,7 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 		t.Errorf("%d executors ran, want %d", ran, room)
 	}
 	t.Logf("Spark %s under Kueue, room for %d executors: %d ran, each with its Workload admitted into %s; Pi computed", d.Version, room, ran, cq)
-	waitClean(t, ns, done.Labels[patches.LabelAppID], 30*time.Second)
+	waitClean(t, ns, done.Labels[vocab.LabelAppID], 30*time.Second)
 	_ = env.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{})
 }
 
@@ -156,7 +156,7 @@ func waitExecutors(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, n
 	t.Helper()
 	var state string
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: patches.LabelRole + "=executor"})
+		pods, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: vocab.LabelRole + "=executor"})
 		if err != nil {
 			return false, nil
 		}

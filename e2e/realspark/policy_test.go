@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // hostPathTemplate is an executor pod template that mounts a node
@@ -169,7 +169,7 @@ func checkEnforced(t *testing.T, p *corev1.Pod) {
 // runningExecutor returns a running executor pod seen by the tracker.
 func (tr *execTracker) runningExecutor() (*corev1.Pod, bool) {
 	for _, p := range tr.pods() {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Labels[patches.LabelRole] == "executor" {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Labels[vocab.LabelRole] == "executor" {
 			return p, true
 		}
 	}

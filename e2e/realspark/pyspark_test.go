@@ -15,7 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // exampleRepo is where the examples say their files are published.
@@ -49,9 +49,9 @@ func TestPySpark(t *testing.T) {
 			start := time.Now()
 			kubectl(t, []byte(manifest), "apply", "-n", ns, "-f", "-")
 			running := waitPod(t, ns, "groupcount", "ran its driver container", 3*time.Minute, containerRunning("spark"))
-			appID := running.Labels[patches.LabelAppID]
+			appID := running.Labels[vocab.LabelAppID]
 			if appID == "" {
-				t.Fatalf("driver pod has no %s label", patches.LabelAppID)
+				t.Fatalf("driver pod has no %s label", vocab.LabelAppID)
 			}
 			done := waitPod(t, ns, "groupcount", "finished", 5*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 			finished := time.Now()
@@ -69,8 +69,8 @@ func TestPySpark(t *testing.T) {
 			var names []string
 			for _, p := range execs.pods() {
 				names = append(names, p.Name)
-				if p.Labels[patches.LabelAppID] != appID {
-					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[patches.LabelAppID], appID)
+				if p.Labels[vocab.LabelAppID] != appID {
+					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[vocab.LabelAppID], appID)
 				}
 			}
 			if len(names) != 2 {

@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // sleepy is a run of testdata/sleepy.py: tasks tasks of sleepMS each, then
@@ -53,8 +53,8 @@ func (j sleepy) start(t *testing.T, ns string, d spark.Dist) *corev1.Pod {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        sleepyDriver,
-			Labels:      map[string]string{patches.LabelRole: "driver"},
-			Annotations: map[string]string{patches.AnnotationSparkConf: j.conf},
+			Labels:      map[string]string{vocab.LabelRole: "driver"},
+			Annotations: map[string]string{vocab.AnnotationSparkConf: j.conf},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
@@ -116,7 +116,7 @@ func trackExecutors(t *testing.T, ns string) *execTracker {
 	t.Helper()
 	tr := &execTracker{alive: map[string]string{}, seen: map[string]*corev1.Pod{}, going: map[string]time.Time{}, running: map[string]time.Time{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = patches.LabelRole + "=executor" }))
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = vocab.LabelRole + "=executor" }))
 	inf := f.Core().V1().Pods().Informer()
 	_, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { tr.observe(obj, false) },
@@ -157,7 +157,7 @@ func (tr *execTracker) observe(obj any, gone bool) {
 		}
 		return
 	}
-	id := p.Labels[patches.LabelExecID]
+	id := p.Labels[vocab.LabelExecID]
 	if _, ok := tr.alive[p.Name]; !ok {
 		for other, otherID := range tr.alive {
 			if otherID == id {
@@ -223,7 +223,7 @@ func (j sleepy) run(t *testing.T, d spark.Dist) (ns string, execs *execTracker, 
 	execs = trackExecutors(t, ns)
 	j.start(t, ns, d)
 	running := waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
-	return ns, execs, running.Labels[patches.LabelAppID]
+	return ns, execs, running.Labels[vocab.LabelAppID]
 }
 
 // waitFor polls cond, about the job in ns, until it holds or timeout passes.

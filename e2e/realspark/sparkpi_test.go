@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestSparkPi applies examples/spark-pi-pod.yaml, with the image of each
@@ -28,9 +29,9 @@ func TestSparkPi(t *testing.T) {
 
 			running := waitPod(t, ns, "spark-pi", "ran its driver container", 3*time.Minute, containerRunning("spark"))
 			driverUp := time.Now()
-			appID := running.Labels[patches.LabelAppID]
+			appID := running.Labels[vocab.LabelAppID]
 			if appID == "" {
-				t.Fatalf("driver pod has no %s label", patches.LabelAppID)
+				t.Fatalf("driver pod has no %s label", vocab.LabelAppID)
 			}
 
 			done := waitPod(t, ns, "spark-pi", "finished", 5*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
@@ -54,8 +55,8 @@ func TestSparkPi(t *testing.T) {
 				if p.Labels["platform.example.com/workload"] != "spark" {
 					t.Errorf("executor %s lacks the policy's enforced label: %v", p.Name, p.Labels)
 				}
-				if p.Labels[patches.LabelAppID] != appID {
-					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[patches.LabelAppID], appID)
+				if p.Labels[vocab.LabelAppID] != appID {
+					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[vocab.LabelAppID], appID)
 				}
 			}
 			executorsUp, ok := execs.nthRunning(2)

@@ -17,6 +17,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/schedulers"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestYuniKornGang applies examples/spark-pi-pod.yaml opted in to YuniKorn,
@@ -142,7 +143,7 @@ func TestYuniKornGang(t *testing.T) {
 	for _, e := range events.Items {
 		t.Errorf("the sidecar warned %s: %s", e.InvolvedObject.Name, e.Message)
 	}
-	waitClean(t, ns, running.Labels[patches.LabelAppID], time.Minute)
+	waitClean(t, ns, running.Labels[vocab.LabelAppID], time.Minute)
 	t.Logf("Spark %s: driver waited with 1 of 3 placeholders bound, was bound to %s %v after the room was freed with %d of %d executor placeholders holding it; 2 executors of the executor group; Pi computed",
 		d.Version, b.Node, b.At.Sub(freed).Round(time.Millisecond), b.Holding, b.Minimum)
 }

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestAGangHoldsTheDriverUntilItsExecutorsExist shows why Kubernetes'
@@ -52,7 +52,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := stored.Annotations[patches.AnnotationStatus]; !ok {
+	if _, ok := stored.Annotations[vocab.AnnotationStatus]; !ok {
 		t.Fatal("the driver was not injected")
 	}
 	if g := stored.Spec.SchedulingGroup; g == nil || g.PodGroupName == nil || *g.PodGroupName != "app" {

@@ -11,10 +11,9 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
-)
 
-// Annotation lists a pod's remote dependencies.
-const Annotation = "sparklet.io/fetch"
+	"github.com/sparklet/sparklet/vocab"
+)
 
 // MountPath is where the files land: the emptyDir sparklet-deps, mounted in
 // the init container and the Spark container alike.
@@ -49,9 +48,9 @@ func ParseAnnotation(value string) ([]Entry, error) {
 	var err error
 	switch {
 	case first == "":
-		return nil, fmt.Errorf("%s: empty; list at least one URL", Annotation)
+		return nil, fmt.Errorf("%s: empty; list at least one URL", vocab.AnnotationFetch)
 	case strings.HasPrefix(first, "{"):
-		return nil, fmt.Errorf("%s: a single object; make it a list: wrap it in [ ] or start it with \"- \"", Annotation)
+		return nil, fmt.Errorf("%s: a single object; make it a list: wrap it in [ ] or start it with \"- \"", vocab.AnnotationFetch)
 	case strings.HasPrefix(first, "[") || strings.HasPrefix(first, "-"):
 		entries, err = parseList(value)
 	default:
@@ -70,7 +69,7 @@ func ParseAnnotation(value string) ([]Entry, error) {
 
 // where names an entry in messages: 1-based, as people count.
 func where(i int, u string) string {
-	return fmt.Sprintf("%s entry %d (%s)", Annotation, i+1, u)
+	return fmt.Sprintf("%s entry %d (%s)", vocab.AnnotationFetch, i+1, u)
 }
 
 // firstLine is the first line that is neither blank nor a comment.
@@ -91,7 +90,7 @@ func parseLines(value string) ([]Entry, error) {
 			continue
 		}
 		if strings.ContainsAny(line, " \t") {
-			return nil, fmt.Errorf("%s: line %d %q: the short form is one URL per line; for sha256, dest or extract use a list of entries (- url: ...)", Annotation, n+1, line)
+			return nil, fmt.Errorf("%s: line %d %q: the short form is one URL per line; for sha256, dest or extract use a list of entries (- url: ...)", vocab.AnnotationFetch, n+1, line)
 		}
 		entries = append(entries, Entry{URL: line})
 	}
@@ -102,14 +101,14 @@ func parseLines(value string) ([]Entry, error) {
 func parseList(value string) ([]Entry, error) {
 	data, err := yaml.YAMLToJSON([]byte(value))
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a valid YAML or JSON list: %v", Annotation, err)
+		return nil, fmt.Errorf("%s: not a valid YAML or JSON list: %v", vocab.AnnotationFetch, err)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(data, &items); err != nil {
-		return nil, fmt.Errorf("%s: not a list of entries: %v", Annotation, err)
+		return nil, fmt.Errorf("%s: not a list of entries: %v", vocab.AnnotationFetch, err)
 	}
 	if len(items) == 0 {
-		return nil, fmt.Errorf("%s: empty list; list at least one URL", Annotation)
+		return nil, fmt.Errorf("%s: empty list; list at least one URL", vocab.AnnotationFetch)
 	}
 	entries := make([]Entry, len(items))
 	for i, raw := range items {

@@ -8,19 +8,15 @@ import (
 	"strings"
 )
 
-// PolicyEnv is the init container's env var that carries its fetch policy
-// as one JSON object, as SPARKLET_POLICY carries the sidecar's policy. Its
-// fields are those of the policy's `fetch:` section, and errors name them
-// as fetch.<field>.
-const PolicyEnv = "SPARKLET_FETCH_POLICY"
-
 // InitArgs returns the `sparklet init` arguments (after the subcommand).
-// The policy travels in PolicyEnv.
+// The policy travels in vocab.EnvFetchPolicy, as one JSON object whose
+// fields are those of the policy's `fetch:` section (errors name them as
+// fetch.<field>).
 func InitArgs(annotationFile string) []string {
 	return []string{"--annotation-file=" + annotationFile, "--dest=" + MountPath}
 }
 
-// EncodePolicy renders p as PolicyEnv's value, its limits written out so
+// EncodePolicy renders p as vocab.EnvFetchPolicy's value, its limits written out so
 // that the pod shows what the init container runs under. The init container
 // checks the entries against it again: the annotation file it reads follows
 // the live annotation, which can be edited after admission.
@@ -32,7 +28,7 @@ func EncodePolicy(p Policy) (string, error) {
 	return string(b), nil
 }
 
-// DecodePolicy reads PolicyEnv's value; empty is the empty policy. It only
+// DecodePolicy reads vocab.EnvFetchPolicy's value; empty is the empty policy. It only
 // decodes: Policy.Validate checks the values.
 func DecodePolicy(value string) (Policy, error) {
 	var p Policy

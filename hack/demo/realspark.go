@@ -22,6 +22,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/verify"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // runReal is the default demo: the example driver pod and Job run on the
@@ -217,7 +218,7 @@ func jobComplete(job *batchv1.Job) bool {
 
 func sparkContainer(pod *corev1.Pod) string {
 	var st patches.Status
-	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
+	_ = json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st)
 	return st.SparkContainer
 }
 
@@ -225,7 +226,7 @@ func sparkContainer(pod *corev1.Pod) string {
 // application is left.
 func report(ctx context.Context, env *testenv.Env, pod *corev1.Pod, r *run) error {
 	var st patches.Status
-	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
+	_ = json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st)
 	logFile := env.Runner.LogPath(ns, pod.Name, st.SparkContainer)
 	logText, _ := os.ReadFile(logFile)
 	if r.Pod.Status.Phase != corev1.PodSucceeded {
@@ -250,15 +251,15 @@ func report(ctx context.Context, env *testenv.Env, pod *corev1.Pod, r *run) erro
 	default:
 		say("the application's last executor or ConfigMap was gone %s after the Spark container ended", gone)
 	}
-	kubectl(ctx, env, "get", "pods,configmaps,pvc", "-n", ns, "-l", "spark-role!=driver,"+patches.LabelAppID+"="+st.AppID)
+	kubectl(ctx, env, "get", "pods,configmaps,pvc", "-n", ns, "-l", "spark-role!=driver,"+vocab.LabelAppID+"="+st.AppID)
 	return nil
 }
 
 // noLeftovers checks that the application has no executor pod, ConfigMap
 // or PVC left.
 func noLeftovers(ctx context.Context, env *testenv.Env, appID string) error {
-	sel := metav1.ListOptions{LabelSelector: patches.LabelAppID + "=" + appID}
-	exec := metav1.ListOptions{LabelSelector: patches.LabelAppID + "=" + appID + "," + patches.LabelRole + "!=driver"}
+	sel := metav1.ListOptions{LabelSelector: vocab.LabelAppID + "=" + appID}
+	exec := metav1.ListOptions{LabelSelector: vocab.LabelAppID + "=" + appID + "," + vocab.LabelRole + "!=driver"}
 	pods, err := env.Client.CoreV1().Pods(ns).List(ctx, exec)
 	if err != nil {
 		return err

@@ -11,12 +11,13 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/verify"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // showInjected prints what the webhook added to a driver pod.
 func showInjected(pod *corev1.Pod) {
 	var st patches.Status
-	_ = json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st)
+	_ = json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st)
 	say("sparklet.io/status: version %s, application id %s, Spark container %q", st.Version, st.AppID, st.SparkContainer)
 	fmt.Println()
 	say("The sidecar, as a native sidecar (starts before the JVM, never holds up the pod's completion):")

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // followAll follows several drivers at once (see follow), all timed from
@@ -58,8 +59,8 @@ func follow(ctx context.Context, client kubernetes.Interface, driver *corev1.Pod
 		return nil, err
 	}
 	defer w.Stop()
-	appID := driver.Labels[patches.LabelAppID]
-	byApp := metav1.ListOptions{LabelSelector: patches.LabelAppID + "=" + appID}
+	appID := driver.Labels[vocab.LabelAppID]
+	byApp := metav1.ListOptions{LabelSelector: vocab.LabelAppID + "=" + appID}
 	cmList, err := client.CoreV1().ConfigMaps(ns).List(ctx, byApp)
 	if err != nil {
 		return nil, err
@@ -139,7 +140,7 @@ func (f *follower) observe(t watch.EventType, p *corev1.Pod) {
 		f.observeDriver(p)
 		return
 	}
-	if p.Labels[patches.LabelRole] != "executor" || p.Labels[patches.LabelAppID] != f.appID {
+	if p.Labels[vocab.LabelRole] != "executor" || p.Labels[vocab.LabelAppID] != f.appID {
 		return
 	}
 	switch {

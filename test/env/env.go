@@ -22,12 +22,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/atomicfile"
-	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/podrunner"
 	"github.com/sparklet/sparklet/test/ready"
 	"github.com/sparklet/sparklet/test/sparkimage"
 	"github.com/sparklet/sparklet/test/webhookconfig"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // WebhookNamespace stands for the namespace sparklet is installed in; the
@@ -172,7 +172,7 @@ func (e *Env) waitCalled(ctx context.Context) error {
 		return err
 	}
 	probe := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{patches.LabelRole: "driver"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "probe", Labels: map[string]string{vocab.LabelRole: "driver"}},
 		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:3.5.4"}}},
 	}
 	var last error

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/patches"
-	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/test/cluster"
 	"github.com/sparklet/sparklet/test/emulator"
 	"github.com/sparklet/sparklet/test/ready"
@@ -93,7 +92,7 @@ func (s *Sidecar) Start(ctx context.Context) error {
 	cmd := exec.Command(filepath.Join(e.opts.BinDir, "sparklet"), append(append(append([]string{}, sc.Args...), s.ExtraArgs...), "--kubeconfig", kubeconfig)...)
 	// The container's env, with the pod's name and namespace resolved and
 	// this process's addresses and directory in place of the pod's.
-	env := policy.ParseSidecarEnv(func(name string) (string, bool) { return envValue(sc.Env, name) })
+	env := patches.ParseSidecarEnv(func(name string) (string, bool) { return envValue(sc.Env, name) })
 	env.PodName, env.Namespace = s.Pod.Name, s.Pod.Namespace
 	env.Listen, env.MetricsListen, env.TokenFile = s.Listen, s.Metrics, s.TokenFile()
 	local := env.EnvVars()

@@ -15,6 +15,7 @@ import (
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestInjectedDriverPod runs a driver pod as the webhook patches it, with
@@ -38,7 +39,7 @@ echo "jvm-token=$(test -s %s && echo present)"
 echo "api=$(curl -s -o /dev/null -w '%%{http_code}' http://127.0.0.1:%d/api/v1/namespaces/%s/pods)"`,
 		patches.TokenFile, pol.Sidecar.Port, namespace)
 	pod := shellPod("driver", script)
-	pod.Labels = map[string]string{patches.LabelRole: "driver"}
+	pod.Labels = map[string]string{vocab.LabelRole: "driver"}
 	pod.Spec.Containers[0].Name = "spark"
 	pod.Spec.Containers[0].Image = "apache/spark:3.5.1" // a shell, see testImages
 	if res, err := patches.Driver(pod, patches.Input{Namespace: namespace, Policy: pol, Version: "test"}); err != nil || res.Skipped != nil {

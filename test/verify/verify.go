@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // Driver checks that a stored pod carries everything the driver
@@ -19,15 +20,15 @@ func Driver(pod *corev1.Pod) []string {
 	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
 
 	var st patches.Status
-	if err := json.Unmarshal([]byte(pod.Annotations[patches.AnnotationStatus]), &st); err != nil {
-		bad("annotation %s: %v", patches.AnnotationStatus, err)
+	if err := json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st); err != nil {
+		bad("annotation %s: %v", vocab.AnnotationStatus, err)
 	}
-	if pod.Labels[patches.LabelAppID] == "" || pod.Labels[patches.LabelAppID] != st.AppID {
-		bad("label %s=%q does not match the status app id %q", patches.LabelAppID, pod.Labels[patches.LabelAppID], st.AppID)
+	if pod.Labels[vocab.LabelAppID] == "" || pod.Labels[vocab.LabelAppID] != st.AppID {
+		bad("label %s=%q does not match the status app id %q", vocab.LabelAppID, pod.Labels[vocab.LabelAppID], st.AppID)
 	}
 	conf, err := patches.EffectiveConf(pod.Annotations)
 	if err != nil {
-		bad("annotation %s: %v", patches.AnnotationEffectiveConf, err)
+		bad("annotation %s: %v", vocab.AnnotationEffectiveConf, err)
 	}
 	if !strings.HasPrefix(conf["spark.master"], "k8s://http://127.0.0.1:") {
 		bad("spark.master = %q, want the sidecar on 127.0.0.1", conf["spark.master"])

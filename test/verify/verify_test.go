@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // testPolicy is the patches tests' policy: credentials, limits and
@@ -24,7 +25,7 @@ var testPolicy = func() string {
 
 func TestDriver(t *testing.T) {
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{patches.LabelRole: "driver"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "pi", Labels: map[string]string{vocab.LabelRole: "driver"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name: "spark", Image: "apache/spark:3.5.4",
 			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples.jar"},

@@ -4,7 +4,7 @@ import (
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 	"github.com/sparklet/sparklet/webhook"
 )
 
@@ -12,7 +12,7 @@ import (
 const (
 	WebhookName      = "pods.sparklet.io"
 	Path             = webhook.MutatePath
-	NamespaceLabel   = "sparklet.io/inject"
+	NamespaceLabel   = vocab.LabelInject
 	NamespaceOptIn   = "enabled"
 	TimeoutSeconds   = 5
 	namespaceNameKey = "kubernetes.io/metadata.name"
@@ -45,7 +45,7 @@ func Build(name string, client admissionv1.WebhookClientConfig, exclude []string
 			TimeoutSeconds:          &timeout,
 			ReinvocationPolicy:      &ifNeeded,
 			AdmissionReviewVersions: []string{"v1"},
-			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{patches.LabelRole: "driver"}},
+			ObjectSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{vocab.LabelRole: "driver"}},
 			NamespaceSelector: &metav1.LabelSelector{
 				MatchLabels: map[string]string{NamespaceLabel: NamespaceOptIn},
 				MatchExpressions: []metav1.LabelSelectorRequirement{{

@@ -1,4 +1,4 @@
-package patches
+package sparkconf
 
 import (
 	"fmt"
@@ -15,16 +15,12 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// load is loadProperties as a map, the last line winning as in Properties.
+// load is Load, failing t on an error.
 func load(t testing.TB, text string) map[string]string {
 	t.Helper()
-	props, err := loadProperties(text)
+	m, err := Load(text)
 	if err != nil {
 		t.Fatalf("load %q: %v", text, err)
-	}
-	m := map[string]string{}
-	for _, p := range props {
-		m[p.key] = p.value
 	}
 	return m
 }
@@ -60,7 +56,8 @@ func TestLoadProperties(t *testing.T) {
 }
 
 // confFixtures are configurations that need escaping, and every effective
-// configuration in the webhook's golden files.
+// configuration in the webhook's golden files (sparklet.io/spark-conf
+// overlaid with sparklet.io/effective-conf).
 func confFixtures(t testing.TB) []map[string]string {
 	t.Helper()
 	fixtures := []map[string]string{
@@ -69,7 +66,7 @@ func confFixtures(t testing.TB) []map[string]string {
 		{"spark.key with space": "v", "spark.key=eq": "v", "spark.key:colon": "v", "#spark.hash": "v", "!bang": "v", " lead": "v"},
 		{"spark.driver.extraJavaOptions": `-Dx="a b" -Dy=\u0041 -Dz=\\n`, "spark.ctl": "\x01\x1f\x7f"},
 	}
-	goldens, err := filepath.Glob("../webhook/testdata/*.golden.yaml")
+	goldens, err := filepath.Glob("../../webhook/testdata/*.golden.yaml")
 	if err != nil || len(goldens) == 0 {
 		t.Fatalf("golden files: %v %v", goldens, err)
 	}
@@ -84,29 +81,34 @@ func confFixtures(t testing.TB) []map[string]string {
 		if err := yaml.Unmarshal(data, &pod); err != nil {
 			t.Fatalf("%s: %v", g, err)
 		}
-		if _, ok := pod.Metadata.Annotations[AnnotationEffectiveConf]; ok {
-			conf, err := EffectiveConf(pod.Metadata.Annotations)
+		if effective, ok := pod.Metadata.Annotations["sparklet.io/effective-conf"]; ok {
+			conf, err := Parse(pod.Metadata.Annotations["sparklet.io/spark-conf"])
 			if err != nil {
 				t.Fatalf("%s: %v", g, err)
 			}
+			changed, err := Parse(effective)
+			if err != nil {
+				t.Fatalf("%s: %v", g, err)
+			}
+			maps.Copy(conf, changed)
 			fixtures = append(fixtures, conf)
 		}
 	}
 	return fixtures
 }
 
-// TestRenderLoadRoundTrip: what RenderSparkConf writes, Properties.load
+// TestRenderLoadRoundTrip: what Render writes, Properties.load
 // reads back as the same configuration.
 func TestRenderLoadRoundTrip(t *testing.T) {
 	for _, conf := range confFixtures(t) {
-		text := RenderSparkConf(conf)
+		text := Render(conf)
 		if got := load(t, text); !maps.Equal(got, conf) {
 			t.Errorf("load(render(%q)) = %q; rendered:\n%s", conf, got, text)
 		}
 	}
 }
 
-// TestRenderAgainstJava loads what RenderSparkConf writes, random texts,
+// TestRenderAgainstJava loads what Render writes, random texts,
 // and random user texts followed by an effective conf as DeliveredConf
 // joins them, with java.util.Properties.load itself and compares with
 // loadProperties. It needs a JDK.
@@ -130,7 +132,7 @@ func TestRenderAgainstJava(t *testing.T) {
 		texts[f] = text
 	}
 	for _, conf := range confFixtures(t) {
-		add(RenderSparkConf(conf))
+		add(Render(conf))
 	}
 	pieces := []string{"a", " ", "\t", "\f", "\n", "\r", "\r\n", `\`, `\\`, "=", ":", "#", "!", `\u0041`, `\u00`, `\n`, "é", "😀", "\\\n", "\\\r\n"}
 	rnd := rand.New(rand.NewSource(1))
@@ -144,8 +146,9 @@ func TestRenderAgainstJava(t *testing.T) {
 		writeProperty(&r, b.String(), b.String())
 		add(r.String())
 		// The pod's own conf, whatever it ends with, then the effective
-		// conf, as the conf init container writes them (DeliveredConf).
-		add(deliveredConf("spark.u 1\n"+b.String(), true, "spark.z 1\n"))
+		// conf, as the conf init container writes them (patches.DeliveredConf).
+		add("# sparklet: annotation sparklet.io/spark-conf, as the pod sets it\nspark.u 1\n" + b.String() +
+			"\n\n# sparklet: the effective configuration, which overrides the lines above\nspark.z 1\n")
 	}
 	files := slices.Sorted(maps.Keys(texts))
 	out, err := exec.Command("java", append([]string{"-cp", dir, "PropertiesLoad"}, files...)...).Output()
@@ -203,14 +206,14 @@ func TestParseSparkConfRefuses(t *testing.T) {
 		`spark.a=\u0000`:       `with "\x00" in its value`,
 		"spark.a=\\u12":        "line 1: malformed",
 	} {
-		if _, err := ParseSparkConf(text); err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("ParseSparkConf(%q): err = %v, want %q", text, err, want)
+		if _, err := Parse(text); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q): err = %v, want %q", text, err, want)
 		}
 	}
 }
 
 // FuzzSparkConfRoundTrip: for any key and value, Properties.load reads
-// back what RenderSparkConf wrote.
+// back what Render wrote.
 func FuzzSparkConfRoundTrip(f *testing.F) {
 	for _, conf := range confFixtures(f) {
 		for k, v := range conf {
@@ -219,10 +222,10 @@ func FuzzSparkConfRoundTrip(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, k, v string) {
 		if !utf8.ValidString(k) || !utf8.ValidString(v) {
-			return // refused before rendering (unsafeText)
+			return // refused before rendering (UnsafeText)
 		}
 		conf := map[string]string{k: v, "spark.z": v}
-		if got := load(t, RenderSparkConf(conf)); !maps.Equal(got, conf) {
+		if got := load(t, Render(conf)); !maps.Equal(got, conf) {
 			t.Errorf("load(render(%q)) = %q", conf, got)
 		}
 	})
@@ -230,17 +233,17 @@ func FuzzSparkConfRoundTrip(f *testing.F) {
 
 // FuzzParseSparkConf: any annotation text is parsed or refused without a
 // panic, and what is accepted survives rendering and parsing again.
-func FuzzParseSparkConf(f *testing.F) {
+func FuzzParse(f *testing.F) {
 	for _, conf := range confFixtures(f) {
-		f.Add(RenderSparkConf(conf))
+		f.Add(Render(conf))
 	}
 	f.Add("spark.a 1\n# c\nspark.b=\\\n  2\r\nspark.c:\\u0041")
 	f.Fuzz(func(t *testing.T, text string) {
-		conf, err := ParseSparkConf(text)
+		conf, err := Parse(text)
 		if err != nil {
 			return
 		}
-		again, err := ParseSparkConf(RenderSparkConf(conf))
+		again, err := Parse(Render(conf))
 		if err != nil || !maps.Equal(again, conf) {
 			t.Errorf("parse(render(parse(%q))) = %q, %v; want %q", text, again, err, conf)
 		}

@@ -1,4 +1,4 @@
-package patches
+package sparkconf
 
 import (
 	"fmt"
@@ -11,6 +11,10 @@ import (
 // each value. loadProperties and writeProperty follow the grammar of
 // Properties.load as OpenJDK 17 implements it (Properties.LineReader,
 // load0 and loadConvert), so what sparklet writes is what Spark reads.
+
+// Load reads text as Properties.load does, the last line of a key
+// winning, without Parse's refusals: what the JVM holds after reading it.
+func Load(text string) (map[string]string, error) { return read(text, false) }
 
 // property is one key and value of a properties text, with the line its
 // logical line starts on.

@@ -1,0 +1,54 @@
+package vocab
+
+// Spark's own labels (apache/spark resource-managers/kubernetes,
+// org/apache/spark/deploy/k8s/Constants.scala, 3.5 and 4.x).
+const (
+	LabelRole   = "spark-role"         // the user writes "driver" (the webhook's objectSelector reads it); the sidecar writes "executor"
+	LabelAppID  = "spark-app-selector" // the webhook writes the application id on the driver, the sidecar on executors; Spark, the sidecar and `sparklet check` read it
+	LabelExecID = "spark-exec-id"      // Spark writes the executor id on the executor pods it asks for; operators read it
+)
+
+// sparklet's labels.
+const (
+	LabelInject  = "sparklet.io/inject"  // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
+	LabelManaged = "sparklet.io/managed" // the sidecar writes "true" on the executors it created; operators select them with it
+	LabelUIFor   = "sparklet.io/ui-for"  // the sidecar writes the driver's name on its Spark UI Service; the sidecar reads it
+)
+
+// sparklet's annotations on a driver pod, and on the executors the sidecar
+// creates.
+const (
+	AnnotationInject             = "sparklet.io/inject"              // the user writes "false" to opt a pod out; the webhook reads it
+	AnnotationContainer          = "sparklet.io/container"           // the user names the Spark container; the webhook reads it
+	AnnotationSparkConf          = "sparklet.io/spark-conf"          // the user's Spark conf, spark-defaults format; the webhook and the conf init container read it
+	AnnotationFetch              = "sparklet.io/fetch"               // the user lists remote dependencies; the webhook and `sparklet init` read it
+	AnnotationUI                 = "sparklet.io/ui"                  // the user writes "true" or "false" for a Spark UI Service; the webhook and the sidecar read it
+	AnnotationBatchScheduler     = "sparklet.io/batch-scheduler"     // the user picks a batch scheduler; the webhook reads it
+	AnnotationQueue              = "sparklet.io/queue"               // the user picks the scheduler's queue; the webhook reads it
+	AnnotationPlaceholderTimeout = "sparklet.io/placeholder-timeout" // the user sets the gang's placeholder timeout; the webhook reads it
+	AnnotationEffectiveConf      = "sparklet.io/effective-conf"      // the webhook writes what the layers set beyond the spark-conf; the conf init container (for the JVM) and the sidecar read it
+	AnnotationScheduling         = "sparklet.io/scheduling"          // the webhook writes the scheduler, queue and gang; the sidecar reads it and stamps executors
+	AnnotationStatus             = "sparklet.io/status"              // the webhook writes what it injected; the webhook (on reinvocation) and `sparklet check` read it
+	AnnotationUIURL              = "sparklet.io/ui-url"              // the sidecar writes the Spark UI's address; users and `sparklet check` read it
+)
+
+// The env contract between the webhook and the sidecar: the webhook writes
+// these in the sidecar container; `sparklet sidecar` reads them.
+const (
+	EnvPodName        = "SPARKLET_POD_NAME"        // the driver pod's name (also set in the Spark container, whose conf refers to it as ${env:...})
+	EnvPodNamespace   = "SPARKLET_POD_NAMESPACE"   // the driver pod's namespace
+	EnvListen         = "SPARKLET_LISTEN"          // the address of the JVM's API, on 127.0.0.1
+	EnvMetricsListen  = "SPARKLET_METRICS_LISTEN"  // the address of /metrics, /readyz and /healthz
+	EnvTokenFile      = "SPARKLET_TOKEN_FILE"      // where the sidecar writes the JVM's per-pod token
+	EnvSparkContainer = "SPARKLET_SPARK_CONTAINER" // the Spark container, watched for termination
+	EnvPolicy         = "SPARKLET_POLICY"          // the namespace's effective policy, as JSON
+	EnvConfSHA256     = "SPARKLET_CONF_SHA256"     // the digest of the conf the webhook delivered to the JVM
+)
+
+// The webhook's env in the other containers it injects or changes.
+const (
+	EnvFetchPolicy  = "SPARKLET_FETCH_POLICY"   // the webhook writes the fetch policy as JSON in the init container; `sparklet init` reads it
+	EnvImageConfDir = "SPARKLET_IMAGE_CONF_DIR" // the webhook writes the image's conf directory in the conf init container; its script reads it
+	EnvPodIP        = "SPARKLET_POD_IP"         // the webhook writes it in the Spark container; the JVM reads it through the effective conf's ${env:...}
+	EnvUserPrefix   = "SPARKLET_USER_"          // the webhook moves the Spark container's own NO_PROXY and no_proxy to this prefix; the variables refer back to it as $(...)
+)
