@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -148,27 +149,7 @@ func sparkPi(ctx context.Context, t *testing.T, ns, version, scala string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	name := "spark-pi-" + strings.ReplaceAll(version, ".", "-")
-	pod := `apiVersion: v1
-kind: Pod
-metadata:
-  name: ` + name + `
-  labels: {spark-role: driver}
-  annotations:
-    sparklet.io/spark-conf: |
-      spark.executor.instances 2
-      spark.executor.memory 512m
-      spark.kubernetes.executor.request.cores 100m
-      spark.driver.memory 512m
-spec:
-  restartPolicy: Never
-  containers:
-  - name: spark
-    image: apache/spark:` + version + `
-    args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_` + scala + `-` + version + `.jar, "20"]
-    resources:
-      requests: {cpu: 200m, memory: 1Gi}
-      limits: {memory: 1Gi}
-`
+	pod := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate(version, scala, 2), "metadata:\n", "metadata:\n  name: "+name+"\n", 1)
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(pod))
 	done := waitPodPhase(ctx, t, ns, name, corev1.PodSucceeded)
@@ -204,30 +185,8 @@ func tail(s string, n int) string {
 func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	job := `apiVersion: batch/v1
-kind: Job
-metadata: {name: spark-pi-job}
-spec:
-  backoffLimit: 0
-  template:
-    metadata:
-      labels: {spark-role: driver}
-      annotations:
-        sparklet.io/spark-conf: |
-          spark.executor.instances 1
-          spark.executor.memory 512m
-          spark.kubernetes.executor.request.cores 100m
-          spark.driver.memory 512m
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: spark
-        image: apache/spark:4.3.0
-        args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar, "10"]
-        resources:
-          requests: {cpu: 200m, memory: 1Gi}
-          limits: {memory: 1Gi}
-`
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {name: spark-pi-job}\nspec:\n  backoffLimit: 0\n  template:\n" +
+		indent(sparkPiTemplate("4.3.0", "2.13", 1), "    ")
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(job))
 	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/spark-pi-job", "--timeout=4m")
@@ -281,4 +240,38 @@ spec:
 	if out, err := cmd.CombinedOutput(); err == nil || !strings.Contains(string(out), "restricted") {
 		t.Errorf("a driver without a security context in a restricted namespace: %v\n%s; want Pod Security's refusal", err, out)
 	}
+}
+
+// sparkPiTemplate is a SparkPi driver pod's metadata (without a name) and
+// spec. The requests are small: the node has two cores.
+func sparkPiTemplate(version, scala string, executors int) string {
+	return fmt.Sprintf(`metadata:
+  labels: {spark-role: driver}
+  annotations:
+    sparklet.io/spark-conf: |
+      spark.executor.instances %d
+      spark.executor.memory 512m
+      spark.kubernetes.executor.request.cores 100m
+      spark.driver.memory 512m
+spec:
+  restartPolicy: Never
+  containers:
+  - name: spark
+    image: apache/spark:%s
+    args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_%s-%s.jar, "20"]
+    resources:
+      requests: {cpu: 200m, memory: 1Gi}
+      limits: {memory: 1Gi}
+`, executors, version, scala, version)
+}
+
+// indent prefixes every line of s.
+func indent(s, prefix string) string {
+	lines := strings.SplitAfter(s, "\n")
+	for i, l := range lines {
+		if l != "" {
+			lines[i] = prefix + l
+		}
+	}
+	return strings.Join(lines, "")
 }
