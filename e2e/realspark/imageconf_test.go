@@ -58,14 +58,10 @@ func writeImageConf(dir string) error {
 	return nil
 }
 
-// imageConfScript prints what the driver sees of each file of the image's
-// conf directory. The session's Hadoop conf holds core-site.xml, from the
-// classpath, and hive-site.xml, which the SharedState loads from the
-// classpath; the driver's UI serves its metrics at the path that only
-// metrics.properties names.
-const imageConfScript = `import os
+// checkScript starts a PySpark driver script that prints what it finds
+// as "CHECK name=value" lines, which checkLines parses.
+const checkScript = `import os
 import sys
-import urllib.request
 from pyspark.sql import SparkSession
 
 spark = SparkSession.builder.getOrCreate()
@@ -80,6 +76,38 @@ def check(name, f):
     # One write with its newline: Spark runs the script unbuffered
     # (PYTHONUNBUFFERED) and copies its output between the JVM's log lines.
     sys.stdout.write("CHECK %s=%s\n" % (name, v))
+
+`
+
+// checkLines parses the "CHECK name=value" lines a driver script printed.
+func checkLines(driverLog string) map[string]string {
+	got := map[string]string{}
+	for _, line := range strings.Split(driverLog, "\n") {
+		if rest, ok := strings.CutPrefix(line, "CHECK "); ok {
+			if k, v, ok := strings.Cut(rest, "="); ok {
+				got[k] = v
+			}
+		}
+	}
+	return got
+}
+
+// wantChecks fails for each check whose value is not the one wanted.
+func wantChecks(t *testing.T, got, want map[string]string) {
+	t.Helper()
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s: the driver saw %q, want %q", k, got[k], w)
+		}
+	}
+}
+
+// imageConfScript prints what the driver sees of each file of the image's
+// conf directory. The session's Hadoop conf holds core-site.xml, from the
+// classpath, and hive-site.xml, which the SharedState loads from the
+// classpath; the driver's UI serves its metrics at the path that only
+// metrics.properties names.
+const imageConfScript = checkScript + `import urllib.request
 
 
 def metrics_servlet():
@@ -139,23 +167,14 @@ spec:
 					tail(log(ns, "imageconf", "sparklet-spark-conf"), 20), driverLogTail(ns, "imageconf"))
 			}
 			driverLog := log(ns, "imageconf", "spark")
-			got := map[string]string{}
-			for _, line := range strings.Split(driverLog, "\n") {
-				if k, v, ok := strings.Cut(strings.TrimPrefix(line, "CHECK "), "="); ok && strings.HasPrefix(line, "CHECK ") {
-					got[k] = v
-				}
-			}
-			for k, want := range map[string]string{
+			got := checkLines(driverLog)
+			wantChecks(t, got, map[string]string{
 				"spark-env":     "from-spark-env",
 				"core-site":     "from-core-site",
 				"hive-site":     "from-hive-site",
 				"image-only":    "from-image",
 				"driver-memory": "512m",
-			} {
-				if got[k] != want {
-					t.Errorf("%s: the driver saw %q, want %q", k, got[k], want)
-				}
-			}
+			})
 			// -Xmx512m, not the image's 768m: the launcher read the merged
 			// spark-defaults.conf too.
 			if heap, err := strconv.Atoi(got["max-heap-mib"]); err != nil || heap > 512 {
