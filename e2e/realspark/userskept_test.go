@@ -12,7 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/patches/sparkconf"
 	"github.com/sparklet/sparklet/test/sparkimage"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // usersKeptScript runs a DataFrame shuffle and prints what the driver JVM
@@ -157,20 +159,20 @@ func checkUsersJVMKept(t *testing.T, driverLog string) string {
 // local dirs, and SPARK_LOCAL_DIRS naming /scratch.
 func checkUsersPodKept(t *testing.T, pod *corev1.Pod, conf string) {
 	t.Helper()
-	if got := pod.Annotations[patches.AnnotationSparkConf]; got != conf {
-		t.Errorf("%s is %q, want the pod's own %q", patches.AnnotationSparkConf, got, conf)
+	if got := pod.Annotations[vocab.AnnotationSparkConf]; got != conf {
+		t.Errorf("%s is %q, want the pod's own %q", vocab.AnnotationSparkConf, got, conf)
 	}
-	effective, err := patches.ParseSparkConf(pod.Annotations[patches.AnnotationEffectiveConf])
+	effective, err := sparkconf.Parse(pod.Annotations[vocab.AnnotationEffectiveConf])
 	if err != nil {
-		t.Fatalf("%s: %v", patches.AnnotationEffectiveConf, err)
+		t.Fatalf("%s: %v", vocab.AnnotationEffectiveConf, err)
 	}
-	user, err := patches.ParseSparkConf(conf)
+	user, err := sparkconf.Parse(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for k := range user {
 		if v, ok := effective[k]; ok {
-			t.Errorf("%s repeats the user's %s (%q)", patches.AnnotationEffectiveConf, k, v)
+			t.Errorf("%s repeats the user's %s (%q)", vocab.AnnotationEffectiveConf, k, v)
 		}
 	}
 	for _, v := range pod.Spec.Volumes {
