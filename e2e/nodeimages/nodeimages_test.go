@@ -67,20 +67,12 @@ func (a archive) walk(t *testing.T, name string, fn func(io.Reader)) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	tr := tar.NewReader(f)
-	for {
-		hdr, err := tr.Next()
-		if err == io.EOF {
-			return
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	entries(t, f, func(hdr *tar.Header, r io.Reader) bool {
 		if hdr.Name == name {
-			fn(tr)
-			return
+			fn(r)
 		}
-	}
+		return hdr.Name != name
+	})
 }
 
 // layer lists a gzipped layer's headers by name.
@@ -92,19 +84,31 @@ func (a archive) layer(t *testing.T, name string) map[string]*tar.Header {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tr := tar.NewReader(zr)
-		for {
-			hdr, err := tr.Next()
-			if err == io.EOF {
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		entries(t, zr, func(hdr *tar.Header, _ io.Reader) bool {
 			hdrs[hdr.Name] = hdr
-		}
+			return true
+		})
 	})
 	return hdrs
+}
+
+// entries calls fn for each entry of the tar stream r while it returns
+// true.
+func entries(t *testing.T, r io.Reader, fn func(*tar.Header, io.Reader) bool) {
+	t.Helper()
+	tr := tar.NewReader(r)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !fn(hdr, tr) {
+			return
+		}
+	}
 }
 
 func (a archive) image(t *testing.T, tag string) (entry, config) {

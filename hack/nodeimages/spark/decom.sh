@@ -11,7 +11,9 @@ say() {
   echo "$(date -u +%Y-%m-%dT%H:%M:%SZ) $*" | tee -a "$log" 2>/dev/null || true
 }
 
-pids=$(pgrep -f org.apache.spark.scheduler.cluster.k8s.KubernetesExecutorBackend || true)
+# Every java process, as Spark's script does (killall java): the
+# container's executor JVM.
+pids=$(pgrep -x java || true)
 if [ -z "$pids" ]; then
   say "decom: no executor JVM is running"
   exit 0
@@ -19,8 +21,9 @@ fi
 say "decom: sending SIGPWR to the executor JVM ($pids)"
 # shellcheck disable=SC2086 # one argument per pid
 kill -PWR $pids
+# Until each has exited: gone, or a zombie its parent has not reaped yet.
 for pid in $pids; do
-  while [ -e "/proc/$pid" ]; do
+  while state=$(ps -o stat= -p "$pid") && [ "${state#Z}" = "$state" ]; do
     sleep 1
   done
 done
