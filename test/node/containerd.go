@@ -92,10 +92,7 @@ func (n *Node) startContainerd(ctx context.Context) error {
 	if err := n.run("containerd", "--config", n.path("containerd", "config.toml")); err != nil {
 		return err
 	}
-	return waitFor(ctx, "containerd", time.Minute, func(ctx context.Context) (bool, error) {
-		if err := n.exited("containerd"); err != nil {
-			return false, err
-		}
+	return n.waitFor(ctx, "containerd", time.Minute, func(ctx context.Context) (bool, error) {
 		return n.ctr(ctx, "version") == nil, nil
 	})
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -98,14 +97,9 @@ func (n *Node) startKubelet(ctx context.Context) error {
 
 // waitReady waits for the node to be Ready and cluster DNS to be served.
 func (n *Node) waitReady(ctx context.Context) error {
-	return waitFor(ctx, "node "+Name+" Ready with cluster DNS", 3*time.Minute, func(ctx context.Context) (bool, error) {
-		for _, name := range []string{"containerd", "kubelet", "kube-proxy", "coredns"} {
-			if err := n.exited(name); err != nil {
-				return false, err
-			}
-		}
+	return n.waitFor(ctx, "node "+Name+" Ready with cluster DNS", 3*time.Minute, func(ctx context.Context) (bool, error) {
 		node, err := n.Client().CoreV1().Nodes().Get(ctx, Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) || err != nil {
+		if err != nil { // not registered yet, or the API server is away
 			return false, nil
 		}
 		for _, cond := range node.Status.Conditions {

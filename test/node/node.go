@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/test/cluster"
@@ -210,23 +211,6 @@ func (n *Node) run(name string, args ...string) error {
 	return nil
 }
 
-// exited reports whether the named program has stopped, with its log's
-// tail, so that a wait gives up at once with the reason.
-func (n *Node) exited(name string) error {
-	for _, p := range n.procs {
-		if p.name != name {
-			continue
-		}
-		select {
-		case <-p.done:
-			return fmt.Errorf("%s exited:\n%s", name, n.LogTail(name, 30))
-		default:
-			return nil
-		}
-	}
-	return nil
-}
-
 // takeLock holds the machine's one real node until the file is closed.
 func takeLock(ctx context.Context) (*os.File, error) {
 	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
@@ -251,26 +235,22 @@ func takeLock(ctx context.Context) (*os.File, error) {
 	}
 }
 
-// waitFor polls cond every half second until it holds or timeout passes.
-// An error from cond ends the wait at once: conditions report only what
-// waiting cannot mend, such as a program that exited.
-func waitFor(ctx context.Context, what string, timeout time.Duration, cond func(context.Context) (bool, error)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	tick := time.NewTicker(500 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond(ctx)
-		if err != nil {
-			return fmt.Errorf("waiting for %s: %w", what, err)
+// waitFor polls cond until it holds or timeout passes. It gives up at once
+// with the log's tail when one of the node's programs has exited, and on an
+// error from cond: conditions report only what waiting cannot mend.
+func (n *Node) waitFor(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		for _, p := range n.procs {
+			select {
+			case <-p.done:
+				return false, fmt.Errorf("%s exited:\n%s", p.name, n.LogTail(p.name, 30))
+			default:
+			}
 		}
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("waiting for %s: %w", what, ctx.Err())
-		case <-tick.C:
-		}
+		return cond(ctx)
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
 	}
+	return nil
 }
