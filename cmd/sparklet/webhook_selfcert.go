@@ -27,9 +27,16 @@ type certFlags struct {
 	self       selfcert.Config
 	extraSANs  string
 	kubeconfig string
+	fs         *pflag.FlagSet
 }
 
+// selfOnlyFlags mean nothing in files mode; naming one there is a mistake
+// the user should hear about, not a setting silently ignored.
+var selfOnlyFlags = []string{"cert-namespace", "cert-secret", "service-name", "webhook-config-name",
+	"cert-extra-sans", "cert-validity", "cert-check-interval", "leader-election", "kubeconfig"}
+
 func (f *certFlags) register(fs *pflag.FlagSet) {
+	f.fs = fs
 	fs.StringVar(&f.mode, "cert-mode", "files", "files: --tls-cert-file and --tls-key-file (cert-manager); self: manage a CA and certificate in a Secret")
 	fs.StringVar(&f.self.Namespace, "cert-namespace", os.Getenv("POD_NAMESPACE"), "self mode: namespace of the Secret and Lease (env POD_NAMESPACE)")
 	fs.StringVar(&f.self.SecretName, "cert-secret", "sparklet-webhook-certs", "self mode: the Secret holding the CA and serving certificate")
@@ -46,6 +53,11 @@ func (f *certFlags) register(fs *pflag.FlagSet) {
 func (f *certFlags) validate() error {
 	switch f.mode {
 	case "files":
+		for _, name := range selfOnlyFlags {
+			if f.fs != nil && f.fs.Changed(name) {
+				return fmt.Errorf("--%s applies only with --cert-mode=self; add --cert-mode=self or drop --%s (files mode reads --tls-cert-file and --tls-key-file)", name, name)
+			}
+		}
 		return nil
 	case "self":
 	default:

@@ -23,6 +23,8 @@ func TestCertFlags(t *testing.T) {
 		{args: []string{"--cert-mode=self", "--cert-namespace=sparklet-system"}},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--cert-extra-sans= 127.0.0.1, sparklet.example.com ,"}, sans: []string{"127.0.0.1", "sparklet.example.com"}},
 		{args: []string{"--cert-mode=selfsigned"}, wantErr: "--cert-mode must be files or self"},
+		{args: []string{"--cert-extra-sans=127.0.0.1"}, wantErr: "--cert-extra-sans applies only with --cert-mode=self"},
+		{args: []string{"--cert-mode=files", "--kubeconfig=/tmp/k"}, wantErr: "--kubeconfig applies only with --cert-mode=self"},
 		{args: []string{"--cert-mode=self"}, wantErr: "--cert-namespace"},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--cert-secret=Certs"}, wantErr: "--cert-secret"},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--service-name=my.svc"}, wantErr: "--service-name"},
