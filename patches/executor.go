@@ -13,70 +13,62 @@ import (
 // ExecutorInput is everything an executor pod is patched with besides the pod.
 type ExecutorInput struct {
 	Policy *policy.Effective
-	// Driver is the driver pod; executors get a controller owner reference to it.
-	Driver *corev1.Pod
+	// Driver is what the executor's driver pod says (ReadDriver);
+	// executors get a controller owner reference to its Pod.
+	Driver *DriverFacts
 	// AppID is the application's spark-app-selector value.
 	AppID string
-	// Conf, when set, is the driver's effective Spark configuration, for
-	// a driver that does not carry it yet (admission).
-	Conf map[string]string
 }
 
 // executorContainerNames mark the executor's Spark container
 // (BasicExecutorFeatureStep names it spark-kubernetes-executor).
 var executorContainerNames = []string{"spark-kubernetes-executor", "executor", "spark"}
 
-// Executor validates an executor pod the JVM asked for and patches it with
-// the executor policy. It returns a *Refused naming the rule it breaks.
-func Executor(pod *corev1.Pod, in ExecutorInput) error {
+// Executor validates an executor pod the JVM asked for and patches it in
+// place with the executor policy. Its ExecutorResult says what the
+// application's owner should be warned of. It returns a *Refused naming
+// the rule the pod breaks.
+func Executor(pod *corev1.Pod, in ExecutorInput) (ExecutorResult, error) {
+	d := in.Driver
+	if d == nil {
+		d = &DriverFacts{}
+	}
 	if err := checkExecutor(pod, in); err != nil {
-		return err
+		return ExecutorResult{}, err
 	}
 	i, err := findContainer(pod, executorContainerNames)
 	if err != nil {
-		return err
+		return ExecutorResult{}, err
 	}
 	c := &pod.Spec.Containers[i]
 	pol := in.Policy
 	applySettings(pod, c, pol.Executor.Defaults, false)
-	if err := enforceExecutorConf(pod, c, pol.Spark.Enforced, in.driverConf()); err != nil {
-		return err
+	if err := enforceExecutorConf(pod, c, pol.Spark.Enforced, d.Conf); err != nil {
+		return ExecutorResult{}, err
 	}
 	applySettings(pod, c, pol.Executor.Enforced, true)
-	if err := refuseLentExecutorAccount(pod, in.Driver); err != nil {
-		return err
+	if err := refuseLentExecutorAccount(pod, d.Pod); err != nil {
+		return ExecutorResult{}, err
 	}
-	if err := stampScheduling(pod, in.Driver); err != nil {
-		return err
+	if err := stampScheduling(pod, d); err != nil {
+		return ExecutorResult{}, err
 	}
 	applyCredentials(pod, c, pol.CredentialsFor("executor"))
 	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
 		r := err.(*Refused)
-		return &Refused{Reason: r.Reason, Field: r.Field, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}
+		return ExecutorResult{}, &Refused{Reason: r.Reason, Field: r.Field, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}
 	}
 	off := false
 	pod.Spec.AutomountServiceAccountToken = &off
 	pod.Labels[vocab.LabelManaged] = "true"
-	if in.Driver != nil {
-		setController(pod, in.Driver)
+	if d.Pod != nil {
+		setController(pod, d.Pod)
 	}
-	return nil
-}
-
-// driverConf is the driver's effective Spark configuration, as the webhook
-// recorded it; nil when unknown.
-func (in ExecutorInput) driverConf() map[string]string {
-	if in.Conf != nil {
-		return in.Conf
+	var res ExecutorResult
+	if msg := beyondGang(pod, d); msg != "" {
+		res.Warnings = append(res.Warnings, ExecutorWarning{Reason: WarnExecutorLargerThanGang, Message: msg})
 	}
-	if in.Driver == nil {
-		return nil
-	}
-	conf, err := EffectiveConf(in.Driver.Annotations)
-	if err != nil {
-		return nil
-	}
-	return conf
+	return res, nil
 }
 
 func checkExecutor(pod *corev1.Pod, in ExecutorInput) error {

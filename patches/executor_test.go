@@ -41,12 +41,12 @@ func executorPod(mod ...func(*corev1.Pod)) *corev1.Pod {
 func executorInput(t *testing.T) ExecutorInput {
 	driver := driverPod()
 	driver.UID = "driver-uid"
-	return ExecutorInput{Policy: mustPolicy(t, testPolicy), Driver: driver, AppID: "spark-test"}
+	return ExecutorInput{Policy: mustPolicy(t, testPolicy), Driver: ReadDriver(driver), AppID: "spark-test"}
 }
 
 func TestExecutorPatched(t *testing.T) {
 	pod := executorPod()
-	if err := Executor(pod, executorInput(t)); err != nil {
+	if _, err := Executor(pod, executorInput(t)); err != nil {
 		t.Fatal(err)
 	}
 	if len(pod.OwnerReferences) != 1 || pod.OwnerReferences[0].UID != "driver-uid" || !*pod.OwnerReferences[0].Controller {
@@ -68,7 +68,7 @@ func TestExecutorPatched(t *testing.T) {
 		t.Error("executors must not get a service-account token")
 	}
 	again := pod.DeepCopy()
-	if err := Executor(again, executorInput(t)); err != nil {
+	if _, err := Executor(again, executorInput(t)); err != nil {
 		t.Fatal(err)
 	}
 	if len(again.Spec.Volumes) != len(pod.Spec.Volumes) || len(again.Spec.Containers[0].Env) != len(c.Env) || len(again.OwnerReferences) != 1 {
@@ -98,7 +98,7 @@ func TestExecutorRefusals(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			err := Executor(tc.pod, executorInput(t))
+			_, err := Executor(tc.pod, executorInput(t))
 			var r *Refused
 			if !errors.As(err, &r) || r.Reason != tc.reason {
 				t.Fatalf("err = %v, want refusal %s", err, tc.reason)
@@ -117,7 +117,7 @@ func TestExecutorHostPathAllowed(t *testing.T) {
 	pod := executorPod(func(p *corev1.Pod) {
 		p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/data"}}}}
 	})
-	if err := Executor(pod, in); err != nil {
+	if _, err := Executor(pod, in); err != nil {
 		t.Fatal(err)
 	}
 	// Not over the kubelet's pod directory or the node's /proc, though.
@@ -125,7 +125,7 @@ func TestExecutorHostPathAllowed(t *testing.T) {
 		pod := executorPod(func(p *corev1.Pod) {
 			p.Spec.Volumes = []corev1.Volume{{Name: "h", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: path}}}}
 		})
-		err := Executor(pod, in)
+		_, err := Executor(pod, in)
 		var r *Refused
 		if !errors.As(err, &r) || r.Reason != "host-path" || !strings.Contains(r.Message, "never allows it") {
 			t.Errorf("hostPath %s with allowHostPath: err %v, want a host-path refusal", path, err)
@@ -149,7 +149,7 @@ func TestExecutorNeverOnTheDriverAccount(t *testing.T) {
 		"enforced Spark key": {in: func(in *ExecutorInput) {
 			in.Policy.Spark.Enforced = map[string]string{confExecutorServiceAccount: "spark-driver"}
 		}, refuse: true},
-		"driver runs as default": {in: func(in *ExecutorInput) { in.Driver.Spec.ServiceAccountName = "" }, refuse: true},
+		"driver runs as default": {in: func(in *ExecutorInput) { in.Driver.Pod.Spec.ServiceAccountName = "" }, refuse: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod, in := executorPod(), executorInput(t)
@@ -159,7 +159,7 @@ func TestExecutorNeverOnTheDriverAccount(t *testing.T) {
 			if tc.in != nil {
 				tc.in(&in)
 			}
-			err := Executor(pod, in)
+			_, err := Executor(pod, in)
 			var r *Refused
 			if refused := errors.As(err, &r) && r.Reason == "driver-service-account"; refused != tc.refuse {
 				t.Errorf("err = %v, want a driver-service-account refusal: %v", err, tc.refuse)

@@ -31,7 +31,7 @@ func TestSidecarEnforcesSparkKeysThatShapeExecutors(t *testing.T) {
 	driver := driverPod()
 	driver.UID = "driver-uid"
 	driver.Annotations = map[string]string{vocab.AnnotationEffectiveConf: "spark.executor.memoryOverheadFactor 0.25\n"}
-	in := ExecutorInput{Policy: mustPolicy(t, enforcingPolicy), Driver: driver, AppID: "spark-test"}
+	in := ExecutorInput{Policy: mustPolicy(t, enforcingPolicy), Driver: ReadDriver(driver), AppID: "spark-test"}
 	pod := executorPod(func(p *corev1.Pod) {
 		p.Labels["team"] = "mine"
 		p.Annotations = map[string]string{"cost-center": "0"}
@@ -45,7 +45,7 @@ func TestSidecarEnforcesSparkKeysThatShapeExecutors(t *testing.T) {
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("31104Mi")},
 		}
 	})
-	if err := Executor(pod, in); err != nil {
+	if _, err := Executor(pod, in); err != nil {
 		t.Fatal(err)
 	}
 	c := pod.Spec.Containers[0]
@@ -75,7 +75,7 @@ func TestSidecarEnforcesSparkKeysThatShapeExecutors(t *testing.T) {
 func TestOnlyEnforcedKeysTouchExecutors(t *testing.T) {
 	pod := executorPod()
 	before := pod.Spec.Containers[0].DeepCopy()
-	if err := Executor(pod, executorInput(t)); err != nil { // testPolicy enforces spark.eventLog.enabled only
+	if _, err := Executor(pod, executorInput(t)); err != nil { // testPolicy enforces spark.eventLog.enabled only
 		t.Fatal(err)
 	}
 	c := pod.Spec.Containers[0]

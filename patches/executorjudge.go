@@ -45,7 +45,8 @@ func checkExecutors(_ *corev1.Pod, p *plan) error {
 	if err != nil {
 		return &Refused{Reason: "bad-spark-conf", Message: err.Error()}
 	}
-	err = Executor(ex, ExecutorInput{Policy: p.pol, AppID: admissionAppID, Conf: p.conf})
+	// The driver has no scheduling recorded yet, so no gang to warn of.
+	_, err = Executor(ex, ExecutorInput{Policy: p.pol, AppID: admissionAppID, Driver: &DriverFacts{Conf: p.conf}})
 	var r *Refused
 	if err == nil || !errors.As(err, &r) {
 		return err

@@ -81,8 +81,8 @@ allowedImages: ["apache/spark:*"]
 					t.Fatalf("admission: %v; want a refusal naming %s", err, tc.refused)
 				}
 				// The refusal is the sidecar's own judgment.
-				in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: driverPod(), AppID: "spark-test"}
-				if err := Executor(ex, in); err == nil {
+				in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: ReadDriver(driverPod()), AppID: "spark-test"}
+				if _, err := Executor(ex, in); err == nil {
 					t.Errorf("admission refused (%s), but the sidecar accepts the executor Spark asks for", r.Message)
 				}
 				return
@@ -90,9 +90,9 @@ allowedImages: ["apache/spark:*"]
 			if err != nil {
 				t.Fatalf("admission refused: %v", err)
 			}
-			in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: pod, AppID: pod.Labels[vocab.LabelAppID]}
+			in := ExecutorInput{Policy: mustPolicy(t, pol), Driver: ReadDriver(pod), AppID: pod.Labels[vocab.LabelAppID]}
 			ex.Labels[vocab.LabelAppID] = in.AppID
-			if err := Executor(ex, in); err != nil {
+			if _, err := Executor(ex, in); err != nil {
 				t.Fatalf("admitted, but the sidecar refuses its executors: %v", err)
 			}
 		})
@@ -117,12 +117,12 @@ func TestForeignKeysReadBack(t *testing.T) {
 		!strings.Contains(res.Warnings[1], "--conf sets fs.s3a.endpoint") {
 		t.Errorf("warnings = %q, want one for each key Spark ignores", res.Warnings)
 	}
-	conf := ExecutorInput{Driver: pod}.driverConf()
+	conf := ReadDriver(pod).Conf
 	if conf["hive.metastore.uris"] != "thrift://metastore:9083" || conf["fs.s3a.endpoint"] != "http://minio:9000" || conf["spark.executor.memory"] != "2g" {
 		t.Fatalf("the sidecar reads back %v", conf)
 	}
 	ex := executorPod()
-	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: "spark-test"}); err != nil {
+	if _, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(pod), AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
 	}
 	if got := ex.Spec.Containers[0].Resources.Limits.Memory(); got.String() != "3Gi" {

@@ -120,7 +120,7 @@ func FuzzEnvRoutes(f *testing.F) {
 			t.Fatalf("admitted with executors Spark cannot size: %v", err)
 		}
 		ex.Labels[vocab.LabelAppID] = pod.Labels[vocab.LabelAppID]
-		if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
+		if _, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(pod), AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
 			t.Fatalf("admitted, but the sidecar refuses its executors: %v", err)
 		}
 	})

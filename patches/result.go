@@ -25,3 +25,29 @@ const (
 	SkipLaunchedBySparkOperator = "launched_by_spark_operator"
 	SkipSparkSubmitClusterMode  = "spark_submit_cluster_mode"
 )
+
+// ExecutorResult is what Executor decided besides its changes to the pod.
+type ExecutorResult struct {
+	// Warnings are what the application's owner should know of an
+	// executor that was let through; the sidecar posts each as a Warning
+	// Event on the driver pod and answers the JVM with it in a Warning
+	// header, as the API server answers with admission warnings.
+	Warnings []ExecutorWarning
+}
+
+// ExecutorWarning is one warning about an executor pod.
+type ExecutorWarning struct {
+	// Reason is one of the WarnExecutor* constants, a fixed CamelCase
+	// value, the reason of the Event the sidecar posts.
+	Reason string
+	// Message says it in words; it names no executor, so that the
+	// warnings about many executors are one Event with a count.
+	Message string
+}
+
+// The reasons of executor warnings.
+const (
+	// WarnExecutorLargerThanGang: the executor asks for more than its
+	// driver's YuniKorn gang holds room for (beyondGang).
+	WarnExecutorLargerThanGang = "ExecutorLargerThanGang"
+)

@@ -220,24 +220,29 @@ func TestExecutorStamping(t *testing.T) {
 	pol := mustPolicy(t, "")
 	yk := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "yunikorn", vocab.AnnotationQueue, "root.sparklet")), "")
 	ex := executorFor("1", "1408Mi")
-	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: yk, AppID: "spark-test"}); err != nil {
+	res, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(yk), AppID: "spark-test"})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if ex.Spec.SchedulerName != "yunikorn" || ex.Labels[yunikornAppID] != "spark-test" || ex.Labels[yunikornQueue] != "root.sparklet" ||
 		ex.Annotations[yunikornTaskGroupName] != executorTaskGroup {
 		t.Errorf("YuniKorn executor: scheduler %q labels %v annotations %v", ex.Spec.SchedulerName, ex.Labels, ex.Annotations)
 	}
-	if msg := BeyondGang(ex, yk); msg != "" {
-		t.Errorf("an executor of the gang's size is beyond it: %s", msg)
+	if len(res.Warnings) != 0 {
+		t.Errorf("an executor of the gang's size is beyond it: %+v", res.Warnings)
 	}
-	big := executorFor("2", "4Gi")
-	if msg := BeyondGang(big, yk); !strings.Contains(msg, "cpu 2 > 1") || !strings.Contains(msg, "memory 4Gi > 1408Mi") {
-		t.Errorf("BeyondGang = %q", msg)
+	res, err = Executor(executorFor("2", "4Gi"), ExecutorInput{Policy: pol, Driver: ReadDriver(yk), AppID: "spark-test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) != 1 || res.Warnings[0].Reason != WarnExecutorLargerThanGang ||
+		!strings.Contains(res.Warnings[0].Message, "cpu 2 > 1") || !strings.Contains(res.Warnings[0].Message, "memory 4Gi > 1408Mi") {
+		t.Errorf("a larger executor's warnings = %+v, want one %s naming cpu 2 > 1 and memory 4Gi > 1408Mi", res.Warnings, WarnExecutorLargerThanGang)
 	}
 
 	kq := injectOK(t, driverPod(annotated(vocab.AnnotationBatchScheduler, "kueue", vocab.AnnotationQueue, "lq")), "")
 	ex = executorFor("1", "1408Mi")
-	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: kq, AppID: "spark-test"}); err != nil {
+	if _, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(kq), AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
 	}
 	if ex.Labels[kueueQueueName] != "lq" || ex.Labels[kueueManaged] != "true" || ex.Annotations[kueueSuspendingParent] == "" {
@@ -246,13 +251,14 @@ func TestExecutorStamping(t *testing.T) {
 	if ex.Spec.SchedulerName != "" {
 		t.Errorf("Kueue executor's scheduler changed to %q", ex.Spec.SchedulerName)
 	}
-	if msg := BeyondGang(big, kq); msg != "" {
-		t.Errorf("a Kueue application has no gang, yet: %s", msg)
+	res, err = Executor(executorFor("2", "4Gi"), ExecutorInput{Policy: pol, Driver: ReadDriver(kq), AppID: "spark-test"})
+	if err != nil || len(res.Warnings) != 0 {
+		t.Errorf("a Kueue application has no gang, yet: %v, warnings %+v", err, res.Warnings)
 	}
 
 	plain := injectOK(t, driverPod(), "")
 	ex = executorFor("1", "1408Mi")
-	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: plain, AppID: "spark-test"}); err != nil {
+	if _, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(plain), AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
 	}
 	for k := range ex.Labels {
@@ -280,7 +286,7 @@ func TestSchedulingKeepsThePodsOwn(t *testing.T) {
 		t.Errorf("no warning about the replaced task groups: %q", res.Warnings)
 	}
 	ex := executorFor("1", "1408Mi")
-	if err := Executor(ex, ExecutorInput{Policy: pol, Driver: pod, AppID: "spark-test"}); err != nil {
+	if _, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(pod), AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
 	}
 	if ex.Spec.PriorityClassName != "urgent" {
@@ -298,7 +304,7 @@ func TestSchedulingKeepsThePodsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	ex = executorFor("1", "1408Mi")
-	if err := Executor(ex, ExecutorInput{Policy: kq, Driver: pod, AppID: "spark-test"}); err != nil {
+	if _, err := Executor(ex, ExecutorInput{Policy: kq, Driver: ReadDriver(pod), AppID: "spark-test"}); err != nil {
 		t.Fatal(err)
 	}
 	if pod.Labels[kueuePriorityClass] != "batch-high" || ex.Labels[kueuePriorityClass] != "batch-high" {
@@ -321,7 +327,7 @@ func TestExecutorNodeNameUnderBatchScheduler(t *testing.T) {
 	} {
 		ex := executorFor("1", "1408Mi")
 		ex.Spec.NodeName = "worker-7"
-		err := Executor(ex, ExecutorInput{Policy: pol, Driver: tc.driver, AppID: "spark-test"})
+		_, err := Executor(ex, ExecutorInput{Policy: pol, Driver: ReadDriver(tc.driver), AppID: "spark-test"})
 		if refused := err != nil && strings.Contains(err.Error(), `spec.nodeName "worker-7"`); refused != tc.refuse {
 			t.Errorf("driver %v: err %v, want a nodeName refusal: %v", tc.driver.Annotations[vocab.AnnotationBatchScheduler], err, tc.refuse)
 		}

@@ -22,13 +22,16 @@ import (
 //     Kueue-managed pod through without quota (FindAncestorJobManagedByKueue
 //     in kueue v0.19.2 pkg/controller/jobframework/reconciler.go; Kueue's
 //     guide "Run spark-submit as a plain pod").
-func stampScheduling(pod *corev1.Pod, driver *corev1.Pod) error {
-	if driver == nil {
+func stampScheduling(pod *corev1.Pod, d *DriverFacts) error {
+	if d.Pod == nil {
 		return nil
 	}
-	s, ok, err := SchedulingOf(driver)
-	if err != nil || !ok {
-		return err
+	if d.SchedulingErr != nil {
+		return d.SchedulingErr
+	}
+	s, driver := d.Scheduling, d.Pod
+	if s == nil {
+		return nil
 	}
 	if n := pod.Spec.NodeName; n != "" {
 		return &Refused{Reason: "bad-scheduling", Message: fmt.Sprintf(
@@ -62,21 +65,18 @@ func stampScheduling(pod *corev1.Pod, driver *corev1.Pod) error {
 	return nil
 }
 
-// BeyondGang says, for an executor pod ready to be created, how it exceeds
+// beyondGang says, for an executor pod ready to be created, how it exceeds
 // the executor size of its driver's YuniKorn gang; empty when it fits or
 // when there is no gang. YuniKorn releases a placeholder rather than let a
 // larger pod take its place (tryPlaceholderAllocate in yunikorn-core
 // v1.9.0 pkg/scheduler/objects/application.go), so such an executor is
 // scheduled outside the gang's reservation.
-func BeyondGang(pod, driver *corev1.Pod) string {
-	if driver == nil {
+func beyondGang(pod *corev1.Pod, d *DriverFacts) string {
+	size, ok := d.gangExecutor()
+	if !ok {
 		return ""
 	}
-	s, ok, err := SchedulingOf(driver)
-	if err != nil || !ok || s.Scheduler != policy.SchedulerYuniKorn || s.Executors == 0 {
-		return ""
-	}
-	over := Exceeds(requestsAsAdmitted(pod), s.Executor)
+	over := Exceeds(requestsAsAdmitted(pod), size)
 	if len(over) == 0 {
 		return ""
 	}

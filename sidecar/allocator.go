@@ -61,43 +61,61 @@ func newAllocator(client kubecore.Interface, st *state, pol *policy.Effective, n
 	}
 }
 
-// create handles one executor POST from the JVM. It returns the pod and
-// whether it created it (false when the pod existed already); its errors
-// are apierrors statuses.
-func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, bool, error) {
+// created is the allocator's answer to one executor POST.
+type created struct {
+	pod *corev1.Pod
+	// isNew is false when the pod existed already.
+	isNew bool
+	// warnings are what the JVM is answered with in Warning headers.
+	warnings []string
+}
+
+// create handles one executor POST from the JVM; its errors are
+// apierrors statuses. The warnings of patches.Executor are Warning Events
+// on the driver pod and come back in the answer.
+func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (created, error) {
 	if pod.Namespace != "" && pod.Namespace != a.namespace {
-		return nil, false, apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("executors must be created in %s, the driver's namespace", a.namespace))
+		return created{}, apierrors.NewForbidden(podsGR, pod.Name, fmt.Errorf("executors must be created in %s, the driver's namespace", a.namespace))
 	}
 	pod.Namespace = a.namespace
 	// fabric8 retries a POST after a 5xx, so the pod may exist already.
 	if existing, err := a.state.executor(pod.Name); err == nil {
 		out, err := existing.decode()
 		if err != nil {
-			return nil, false, apierrors.NewInternalError(err)
+			return created{}, apierrors.NewInternalError(err)
 		}
-		return out, false, nil
+		return created{pod: out}, nil
 	}
-	driver, ok := a.state.driverPod()
+	driver, ok := a.state.driver()
 	if !ok {
-		return nil, false, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
+		return created{}, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
 	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	if err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: driver, AppID: a.appID}); err != nil {
-		return nil, false, a.refuse(pod.Name, err)
+	res, err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: driver, AppID: a.appID})
+	if err != nil {
+		return created{}, a.refuse(pod.Name, err)
 	}
-	if msg := patches.BeyondGang(pod, driver); msg != "" {
-		a.events.warning("ExecutorLargerThanGang", msg)
+	var warnings []string
+	for _, w := range res.Warnings {
+		a.events.warning(w.Reason, w.Message)
+		warnings = append(warnings, w.Message)
 	}
 	if err := a.reserve(pod.Name); err != nil {
-		return nil, false, a.failed(pod.Name, "ExecutorLimit", "executors refused: the executor limit is reached", err, false)
+		return created{}, a.failed(pod.Name, "ExecutorLimit", "executors refused: the executor limit is reached", err, false)
 	}
 	defer a.release()
 	if err := a.checkBackoff(pod.Name); err != nil {
-		return nil, false, err
+		return created{}, err
 	}
+	out, isNew, err := a.createLimited(ctx, pod)
+	return created{pod: out, isNew: isNew, warnings: warnings}, err
+}
 
+// createLimited creates the pod on the API server once a creation slot
+// and the rate limiter allow it.
+func (a *allocator) createLimited(ctx context.Context, pod *corev1.Pod) (*corev1.Pod, bool, error) {
 	select {
 	case a.slots <- struct{}{}:
 	case <-ctx.Done():

@@ -36,7 +36,8 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
 	})
 	// Both caches keep each pod's JSON and the fields the sidecar reads;
-	// the driver's also the whole pod, which the executor patches read.
+	// the driver's also the whole pod and its facts, which the executor
+	// patches read.
 	if err := execPods.SetTransform(podTransform(false)); err != nil {
 		return nil, nil, err
 	}

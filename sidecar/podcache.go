@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sparklet/sparklet/patches"
 )
 
 // cachedPod is what an informer keeps of one pod version: the pod as the
@@ -19,9 +21,9 @@ import (
 // all its subscribers.
 type cachedPod struct {
 	podFacts
-	// whole is the whole decoded pod, kept for the driver only: the
-	// executor patches read it.
-	whole *corev1.Pod
+	// driver is the whole decoded pod and its facts, parsed once, kept
+	// for the driver only: the executor patches read them.
+	driver *patches.DriverFacts
 	// json is the pod with its kind, as the API server sends it, less
 	// metadata.managedFields (see encodeForJVM).
 	json []byte
@@ -51,9 +53,10 @@ func (c *cachedPod) decode() (*corev1.Pod, error) {
 }
 
 // podTransform returns the informer transform that turns each pod the
-// informer receives into a cachedPod, keeping the whole decoded pod when
-// whole is set. It is idempotent, as client-go asks of a transform.
-func podTransform(whole bool) cache.TransformFunc {
+// informer receives into a cachedPod, keeping the whole decoded pod and
+// its driver facts when driver is set. It is idempotent, as client-go
+// asks of a transform.
+func podTransform(driver bool) cache.TransformFunc {
 	in := &interner{}
 	return func(obj any) (any, error) {
 		pod, ok := obj.(*corev1.Pod)
@@ -65,8 +68,8 @@ func podTransform(whole bool) cache.TransformFunc {
 			return nil, err
 		}
 		c := &cachedPod{podFacts: factsOf(pod, in), json: raw}
-		if whole {
-			c.whole = pod
+		if driver {
+			c.driver = patches.ReadDriver(pod)
 		}
 		return c, nil
 	}

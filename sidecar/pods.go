@@ -58,23 +58,25 @@ func (a *API) listPods(w http.ResponseWriter, req *request) {
 }
 
 // createPod hands an executor to the allocator: 201 when it created the
-// pod, 200 when the pod existed already.
+// pod, 200 when the pod existed already. The allocator's warnings go in
+// Warning headers, as the API server sends admission warnings.
 func (a *API) createPod(w http.ResponseWriter, req *request) {
 	var pod corev1.Pod
 	if err := req.decode(&pod); err != nil {
 		writeError(w, err)
 		return
 	}
-	out, created, err := a.alloc.create(req.Context(), &pod)
+	c, err := a.alloc.create(req.Context(), &pod)
+	addWarnings(w, c.warnings)
 	if err != nil {
 		writeError(w, err)
 		return
 	}
 	code := http.StatusOK
-	if created {
+	if c.isNew {
 		code = http.StatusCreated
 	}
-	writeObject(w, code, withKind(out))
+	writeObject(w, code, withKind(c.pod))
 }
 
 // deletePod deletes one executor and answers with it.

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
 
 // writeObject answers with one Kubernetes object as JSON.
@@ -72,4 +73,19 @@ func (s *statusRecorder) Hijack() (net.Conn, *bufio.ReadWriter, error) {
 	}
 	s.code = http.StatusSwitchingProtocols
 	return h.Hijack()
+}
+
+// addWarnings adds one Warning header per warning, as the API server
+// does (AddWarning in k8s.io/apiserver v0.37.2,
+// pkg/endpoints/filters/warning.go): code 299, agent "-", the text
+// quoted; a text a header cannot carry (control characters) is left out.
+// kubectl prints them; fabric8 (OperationSupport.assertResponseCode,
+// v6.7.2 and v7.1.0) logs them at DEBUG, as Spark sets no fieldValidation,
+// so the JVM's user reads them in the driver pod's Events.
+func addWarnings(w http.ResponseWriter, warnings []string) {
+	for _, text := range warnings {
+		if h, err := utilnet.NewWarningHeader(299, "-", text); err == nil {
+			w.Header().Add("Warning", h)
+		}
+	}
 }

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
@@ -28,7 +27,7 @@ type Sidecar struct {
 	log     *logrus.Entry
 	metrics *metrics
 	appID   string
-	driver  *corev1.Pod // as read at start
+	driver  *patches.DriverFacts // as read at start
 	events  *recorder
 	api     *API // once prepared
 	ready   chan struct{}
@@ -125,7 +124,7 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("read own pod %s/%s: %w", s.cfg.Namespace, s.cfg.PodName, err)
 	}
-	s.driver = own
+	s.driver = patches.ReadDriver(own)
 	s.appID = own.Labels[vocab.LabelAppID]
 	if s.appID == "" {
 		return fmt.Errorf("pod %s has no %s label: it was not injected by the sparklet webhook", own.Name, vocab.LabelAppID)

@@ -43,6 +43,7 @@ type harness struct {
 	token  string
 	done   chan error
 	cancel context.CancelFunc
+	header http.Header // of the last answer to do
 }
 
 func driver() *corev1.Pod {
@@ -110,6 +111,7 @@ func (h *harness) do(method, path, contentType string, body any) (int, []byte) {
 		h.t.Fatal(err)
 	}
 	defer resp.Body.Close()
+	h.header = resp.Header
 	out, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, out
 }

@@ -7,6 +7,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/sparklet/sparklet/patches"
 )
 
 // source is one informer's cache of cachedPods plus the hub of its
@@ -68,13 +70,13 @@ type state struct {
 	driverSource *source // the driver pod itself
 }
 
-// driverPod is the whole driver pod.
-func (s *state) driverPod() (*corev1.Pod, bool) {
+// driver is the driver pod as last read, with its facts.
+func (s *state) driver() (*patches.DriverFacts, bool) {
 	c, ok := s.driverSource.get(s.driverName)
-	if !ok || c.whole == nil {
+	if !ok || c.driver == nil {
 		return nil, false
 	}
-	return c.whole, true
+	return c.driver, true
 }
 
 func (s *state) executor(name string) (*cachedPod, error) {

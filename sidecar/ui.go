@@ -23,7 +23,8 @@ import (
 // for: by the pod's sparklet.io/ui annotation ("true" or "false"), else by
 // the policy's ui.service (the namespace's, else the cluster's). It is nil
 // otherwise, or when the UI is off or on a random port.
-func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1.Service, error) {
+func uiService(facts *patches.DriverFacts, pol *policy.Effective, appID string) (*corev1.Service, error) {
+	driver := facts.Pod
 	// The webhook refused other values of the annotation.
 	want := pol.UIService
 	if v, ok := driver.Annotations[vocab.AnnotationUI]; ok {
@@ -32,11 +33,10 @@ func uiService(driver *corev1.Pod, pol *policy.Effective, appID string) (*corev1
 	if !want {
 		return nil, nil
 	}
-	conf, err := patches.EffectiveConf(driver.Annotations)
-	if err != nil {
-		return nil, fmt.Errorf("annotations %s and %s: %w", vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf, err)
+	if facts.ConfErr != nil {
+		return nil, facts.ConfErr
 	}
-	port := patches.UIPort(conf)
+	port := patches.UIPort(facts.Conf)
 	if port == 0 {
 		return nil, fmt.Errorf("the Spark UI is off or on a random port (spark.ui.enabled=false or spark.ui.port=0), so there is no port to expose; set spark.ui.port")
 	}
@@ -111,8 +111,9 @@ func ingressURL(ing *networkingv1.Ingress) string {
 // policy has a template, records the URL (the Ingress's if any) in the
 // driver's sparklet.io/ui-url annotation and says so in an Event. A
 // failure is a Warning Event, never the driver's failure.
-func exposeUI(ctx context.Context, client kubecore.Interface, driver *corev1.Pod, pol *policy.Effective, appID string, events *recorder) {
-	svc, err := uiService(driver, pol, appID)
+func exposeUI(ctx context.Context, client kubecore.Interface, facts *patches.DriverFacts, pol *policy.Effective, appID string, events *recorder) {
+	driver := facts.Pod
+	svc, err := uiService(facts, pol, appID)
 	if err != nil {
 		events.warning("SparkUIFailed", "no Spark UI Service: "+err.Error())
 		return

@@ -46,7 +46,7 @@ func TestExposeUI(t *testing.T) {
 			driver := uiDriver(tc.annotations)
 			client := fake.NewClientset(driver)
 			events := newRecorder(kubecoretest.New(client), driver, logrus.NewEntry(logrus.New()))
-			exposeUI(context.Background(), kubecoretest.New(client), driver, &policy.Effective{UIService: tc.policy}, "spark-1", events)
+			exposeUI(context.Background(), kubecoretest.New(client), patches.ReadDriver(driver), &policy.Effective{UIService: tc.policy}, "spark-1", events)
 			events.flush(10 * time.Second) // Events are written by the recorder's own goroutine
 
 			svcs, _ := client.CoreV1().Services("ns").List(context.Background(), metav1.ListOptions{})
@@ -80,7 +80,7 @@ func TestExposeUI(t *testing.T) {
 				t.Errorf("events %+v, want one SparkUI event with the URL", evs.Items)
 			}
 			// Run again (a restarted sidecar): the Service exists, no error.
-			exposeUI(context.Background(), kubecoretest.New(client), driver, &policy.Effective{UIService: tc.policy}, "spark-1", events)
+			exposeUI(context.Background(), kubecoretest.New(client), patches.ReadDriver(driver), &policy.Effective{UIService: tc.policy}, "spark-1", events)
 			events.flush(10 * time.Second) // Events are written by the recorder's own goroutine
 			evs, _ = client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
 			for _, e := range evs.Items {
@@ -110,7 +110,7 @@ func TestExposeUIIngress(t *testing.T) {
 	events := newRecorder(kubecoretest.New(client), driver, logrus.NewEntry(logrus.New()))
 	pol := &policy.Effective{UIIngress: &policy.UIIngress{Host: "{{name}}-{{app}}.{{namespace}}.spark.example.com", IngressClassName: "nginx",
 		TLSSecretName: "ui-tls", Annotations: map[string]string{"nginx.ingress.kubernetes.io/ssl-redirect": "true"}}}
-	exposeUI(context.Background(), kubecoretest.New(client), driver, pol, "spark-1", events)
+	exposeUI(context.Background(), kubecoretest.New(client), patches.ReadDriver(driver), pol, "spark-1", events)
 
 	ing, err := client.NetworkingV1().Ingresses("ns").Get(context.Background(), "pi-ui", metav1.GetOptions{})
 	if err != nil {
