@@ -3,7 +3,7 @@ package patches
 // KeyAnnotateExitException turns on Spark's exit-exception annotation:
 // when the application's main method throws, SparkSubmit has
 // SparkKubernetesDiagnosticsSetter write the exception's text, cut to
-// 64 KiB, on the driver pod as the annotation ExitExceptionAnnotation
+// 64 KiB, on the driver pod as the annotation vocab.AnnotationExitException
 // (SparkSubmit.scala and SparkKubernetesDiagnosticsSetter.scala; config
 // .version("4.1.0") in Config.scala; read in the 4.3.0 jars, where the
 // write is a strategic-merge PATCH of the driver pod). Its client is built
@@ -12,10 +12,6 @@ package patches
 // points at the sidecar. The sidecar lets the driver patch exactly this
 // annotation on its own pod.
 const KeyAnnotateExitException = "spark.kubernetes.driver.annotateExitException"
-
-// ExitExceptionAnnotation is the annotation Spark writes
-// (Constants.EXIT_EXCEPTION_ANNOTATION).
-const ExitExceptionAnnotation = "spark.exit-exception"
 
 // exitExceptionSince is the first line that reads the key: sparklet turns
 // it on by default there, below every policy and user layer.

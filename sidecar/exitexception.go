@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // The driver's only write to its own pod is Spark's exit-exception
@@ -24,7 +25,7 @@ import (
 // (SparkKubernetesDiagnosticsSetter, PatchType.STRATEGIC_MERGE); earlier
 // revisions of the same class used fabric8's edit, a JSON patch of the
 // difference. Both are accepted; any other change is refused.
-var exitExceptionPath = "/metadata/annotations/" + escapePointer(patches.ExitExceptionAnnotation)
+var exitExceptionPath = "/metadata/annotations/" + escapePointer(vocab.AnnotationExitException)
 
 // patchDriver forwards the driver's exit-exception annotation to its own
 // pod, and refuses any other patch of that pod.
@@ -58,7 +59,7 @@ func (a *API) refuseDriverPatch(w http.ResponseWriter, req *request, why error) 
 	a.log.WithFields(logrus.Fields{"pod": req.name, "patchType": string(req.patchType())}).Warn("refused a patch of the driver pod: " + why.Error())
 	writeError(w, apierrors.NewForbidden(podsGR, req.name, fmt.Errorf(
 		"the driver may patch only the annotation %s on its own pod (%s): %w",
-		patches.ExitExceptionAnnotation, patches.KeyAnnotateExitException, why)))
+		vocab.AnnotationExitException, patches.KeyAnnotateExitException, why)))
 }
 
 // exitExceptionOff tells whether the driver's effective configuration,
@@ -116,7 +117,7 @@ func checkExitExceptionMerge(body []byte) error {
 		return fmt.Errorf("metadata.annotations: %w", err)
 	}
 	for k, v := range annotations {
-		if k != patches.ExitExceptionAnnotation {
+		if k != vocab.AnnotationExitException {
 			return fmt.Errorf("a change of annotation %s is refused", k)
 		}
 		if v == nil {
@@ -124,7 +125,7 @@ func checkExitExceptionMerge(body []byte) error {
 		}
 	}
 	if len(annotations) == 0 {
-		return fmt.Errorf("the patch sets no annotation %s", patches.ExitExceptionAnnotation)
+		return fmt.Errorf("the patch sets no annotation %s", vocab.AnnotationExitException)
 	}
 	return nil
 }
@@ -154,7 +155,7 @@ func checkExitExceptionJSONPatch(body []byte) error {
 		}
 	}
 	if !set {
-		return fmt.Errorf("the patch sets no annotation %s", patches.ExitExceptionAnnotation)
+		return fmt.Errorf("the patch sets no annotation %s", vocab.AnnotationExitException)
 	}
 	return nil
 }

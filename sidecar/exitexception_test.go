@@ -41,8 +41,8 @@ func TestDriverAnnotatesItsExitException(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := pod.Annotations[patches.ExitExceptionAnnotation]; got == "" {
-				t.Errorf("the driver pod has no %s annotation after the patch: %v", patches.ExitExceptionAnnotation, pod.Annotations)
+			if got := pod.Annotations[vocab.AnnotationExitException]; got == "" {
+				t.Errorf("the driver pod has no %s annotation after the patch: %v", vocab.AnnotationExitException, pod.Annotations)
 			}
 		})
 	}

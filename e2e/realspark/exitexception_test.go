@@ -9,6 +9,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestExitException runs SparkPi with a number of slices that is not a
@@ -42,19 +43,19 @@ func exitException(t *testing.T, d spark.Dist, annotated bool) {
 	if !strings.Contains(log(ns, "spark-pi", "spark"), `NumberFormatException: For input string: "not-a-number"`) {
 		t.Fatalf("the driver did not fail on its argument\n%s", driverLogTail(ns, "spark-pi"))
 	}
-	got, ok := done.Annotations[patches.ExitExceptionAnnotation]
+	got, ok := done.Annotations[vocab.AnnotationExitException]
 	switch {
 	case annotated && !ok:
-		t.Fatalf("the failed driver pod has no %s annotation: %v\n%s", patches.ExitExceptionAnnotation, done.Annotations, driverLogTail(ns, "spark-pi"))
+		t.Fatalf("the failed driver pod has no %s annotation: %v\n%s", vocab.AnnotationExitException, done.Annotations, driverLogTail(ns, "spark-pi"))
 	case annotated:
 		for _, want := range []string{`java.lang.NumberFormatException: For input string: "not-a-number"`, "org.apache.spark.examples.SparkPi.main"} {
 			if !strings.Contains(got, want) {
-				t.Errorf("%s does not say %q:\n%s", patches.ExitExceptionAnnotation, want, got)
+				t.Errorf("%s does not say %q:\n%s", vocab.AnnotationExitException, want, got)
 			}
 		}
-		t.Logf("Spark %s: %s (%d bytes) begins %q", d.Version, patches.ExitExceptionAnnotation, len(got), strings.SplitN(got, "\n", 2)[0])
+		t.Logf("Spark %s: %s (%d bytes) begins %q", d.Version, vocab.AnnotationExitException, len(got), strings.SplitN(got, "\n", 2)[0])
 	case ok:
-		t.Errorf("the policy turns %s off, yet the pod has %s=%q", patches.KeyAnnotateExitException, patches.ExitExceptionAnnotation, got)
+		t.Errorf("the policy turns %s off, yet the pod has %s=%q", patches.KeyAnnotateExitException, vocab.AnnotationExitException, got)
 	}
 }
 
