@@ -86,6 +86,9 @@ func checkExitExceptionPatch(pt types.PatchType, body []byte) error {
 	return fmt.Errorf("patch type %q is not one Spark sends; use application/strategic-merge-patch+json", pt)
 }
 
+// podType is the type fabric8 writes in a Pod it serializes.
+var podType = map[string]string{"apiVersion": "v1", "kind": "Pod"}
+
 func checkExitExceptionMerge(body []byte) error {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(body, &obj); err != nil {
@@ -95,7 +98,7 @@ func checkExitExceptionMerge(body []byte) error {
 		switch k {
 		case "apiVersion", "kind": // fabric8 serializes the Pod's type
 			var s string
-			if json.Unmarshal(v, &s) != nil || s != map[string]string{"apiVersion": "v1", "kind": "Pod"}[k] {
+			if json.Unmarshal(v, &s) != nil || s != podType[k] {
 				return fmt.Errorf("%s %s is refused", k, v)
 			}
 		case "metadata":
