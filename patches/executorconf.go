@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -103,9 +104,11 @@ func enforceExecutorConf(pod *corev1.Pod, c *corev1.Container, enforced, conf ma
 // enforceExecutorCores: SPARK_EXECUTOR_CORES and the CPU request come from
 // spark.executor.cores, unless spark.kubernetes.executor.request.cores
 // names the request; spark.kubernetes.executor.limit.cores is the limit.
+// An executor that announces fewer cores than enforced keeps them
+// (fewerCores).
 func enforceExecutorCores(c *corev1.Container, enforced, conf map[string]string) error {
 	cores, coresEnforced := enforced[keyExecutorCores]
-	if coresEnforced {
+	if coresEnforced && !fewerCores(c, cores) {
 		c.Env = upsert(c.Env, corev1.EnvVar{Name: "SPARK_EXECUTOR_CORES", Value: cores}, envName, true)
 	}
 	request, ok := enforced[keyRequestCores]
@@ -123,6 +126,28 @@ func enforceExecutorCores(c *corev1.Container, enforced, conf map[string]string)
 		return setQuantity(&c.Resources.Limits, corev1.ResourceCPU, limit, keyLimitCores)
 	}
 	return nil
+}
+
+// fewerCores tells whether the executor announces fewer task slots
+// (SPARK_EXECUTOR_CORES, the entrypoint's --cores) than the enforced
+// spark.executor.cores. Spark 4.2+ does so in recovery mode: once an
+// executor was lost to an OOM (a loss reason that says "OOM", as exit code
+// 137's "SIGKILL, possible container OOM" does), the allocator sets
+// spark.kubernetes.allocation.recoveryMode.enabled (unless the application
+// set it false) and BasicExecutorFeatureStep gives every later executor
+// SPARK_EXECUTOR_CORES = max(1, ceil(spark.task.cpus)) on the pod's
+// unchanged CPU request, so that it runs one task at a time
+// (KubernetesClusterSchedulerBackend.doRemoveExecutor,
+// ExecutorPodsAllocator.setRecoveryMode, BasicExecutorFeatureStep; read in
+// the 4.3.0 jar, config .version("4.2.0")). Raising it would undo that.
+func fewerCores(c *corev1.Container, enforced string) bool {
+	i := envIndex(c.Env, "SPARK_EXECUTOR_CORES")
+	if i < 0 || c.Env[i].ValueFrom != nil {
+		return false
+	}
+	have, err1 := strconv.Atoi(strings.TrimSpace(c.Env[i].Value))
+	limit, err2 := strconv.Atoi(strings.TrimSpace(enforced))
+	return err1 == nil && err2 == nil && have >= 1 && have < limit
 }
 
 // enforceExecutorMemory sizes the pod and the heap (SPARK_EXECUTOR_MEMORY,

@@ -1,6 +1,8 @@
 package patches
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -89,5 +91,62 @@ func TestOnlyEnforcedKeysTouchExecutors(t *testing.T) {
 		if got := enforcedOnExecutors(k); got != want {
 			t.Errorf("enforcedOnExecutors(%s) = %v, want %v", k, got, want)
 		}
+	}
+}
+
+// A recovery-mode executor keeps the cores Spark gave it under an enforced
+// spark.executor.cores; an executor that asks for more gets the enforced
+// value. The pod is the recovery-mode executor the 4.3.0 JVM asked for in
+// e2e/realspark's TestRecoveryModeExecutors, without what the API server
+// and the sidecar added (server defaults, the policy's labels): Spark sets
+// SPARK_EXECUTOR_CORES=1 on the pod's usual CPU request
+// (BasicExecutorFeatureStep, 4.2+).
+func TestRecoveryModeExecutorKeepsItsCores(t *testing.T) {
+	data, err := os.ReadFile("testdata/recovery-executor-4.3.0.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol := mustPolicy(t, "spark:\n  enforced:\n    spark.executor.cores: \"2\"\n    spark.kubernetes.executor.request.cores: 100m\nallowedImages: [\"apache/spark:*\"]\n")
+	for _, tc := range []struct{ asked, want string }{
+		{"1", "1"}, // recovery mode, as Spark sent it
+		{"2", "2"},
+		{"4", "2"},      // more than enforced
+		{"0", "2"},      // not a core count Spark would send
+		{"one", "2"},    // nor this
+		{"", "2"},       // an empty value
+		{"delete", "2"}, // no SPARK_EXECUTOR_CORES at all
+	} {
+		t.Run("asked "+tc.asked, func(t *testing.T) {
+			var pod corev1.Pod
+			if err := json.Unmarshal(data, &pod); err != nil {
+				t.Fatal(err)
+			}
+			c := &pod.Spec.Containers[0]
+			i := envIndex(c.Env, "SPARK_EXECUTOR_CORES")
+			if i < 0 || c.Env[i].Value != "1" {
+				t.Fatalf("the fixture's SPARK_EXECUTOR_CORES is not Spark's recovery-mode 1: %v", c.Env)
+			}
+			if tc.asked == "delete" {
+				c.Env = append(c.Env[:i], c.Env[i+1:]...)
+			} else {
+				c.Env[i].Value = tc.asked
+			}
+			driver := driverPod()
+			driver.Name, driver.UID = "sleepy", pod.OwnerReferences[0].UID
+			if err := Executor(&pod, ExecutorInput{Policy: pol, Driver: driver, AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
+				t.Fatal(err)
+			}
+			c = &pod.Spec.Containers[0]
+			got := "(none)"
+			if i := envIndex(c.Env, "SPARK_EXECUTOR_CORES"); i >= 0 {
+				got = c.Env[i].Value
+			}
+			if got != tc.want {
+				t.Errorf("SPARK_EXECUTOR_CORES after the sidecar: %q, want %q", got, tc.want)
+			}
+			if got := c.Resources.Requests.Cpu().String(); got != "100m" {
+				t.Errorf("CPU request %s, want the enforced 100m", got)
+			}
+		})
 	}
 }

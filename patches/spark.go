@@ -87,6 +87,9 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 	} {
 		conf[k] = v
 	}
+	if lineOfImage(c.Image).atLeast(exitExceptionSince) {
+		conf[KeyAnnotateExitException] = "true"
+	}
 	if max := p.pol.Limits.MaxExecutors; max > 0 {
 		conf["spark.dynamicAllocation.maxExecutors"] = strconv.Itoa(max)
 	}
@@ -114,6 +117,10 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 		p.conf["spark.app.id"] = p.appID
 	}
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile
+	// The clients Spark builds as the driver rather than as the scheduler
+	// backend, such as the exit-exception annotation's (4.1+), read these.
+	p.conf["spark.kubernetes.driver.master"] = "http://" + p.pol.Sidecar.Listen()
+	p.conf["spark.kubernetes.authenticate.driver.mounted.oauthTokenFile"] = TokenFile
 	addJVMNoProxy(p.conf)
 	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
 		if why := sparkconf.UnsafeText(k, p.conf[k]); why != "" {

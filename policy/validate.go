@@ -14,15 +14,18 @@ import (
 // Reserved are the Spark properties sparklet sets itself; a policy, the pod
 // annotation or the pod's args may not set them.
 var Reserved = map[string]string{
-	"spark.master":                                 "sparklet points it at the sidecar on 127.0.0.1",
-	"spark.kubernetes.driver.pod.name":             "sparklet sets it from the downward API",
-	"spark.kubernetes.namespace":                   "sparklet sets it to the pod's namespace",
-	"spark.app.id":                                 "sparklet generates it and labels the pod with it",
-	"spark.driver.host":                            "sparklet sets it to the pod IP",
-	"spark.driver.bindAddress":                     "sparklet sets it to the pod IP",
-	"spark.kubernetes.authenticate.oauthToken":     "the JVM authenticates to the sidecar with sparklet's per-pod token",
-	"spark.kubernetes.authenticate.oauthTokenFile": "the JVM authenticates to the sidecar with sparklet's per-pod token",
-	"spark.kubernetes.submitInDriver":              "sparklet runs the driver in client mode",
+	"spark.master":                                                "sparklet points it at the sidecar on 127.0.0.1",
+	"spark.kubernetes.driver.pod.name":                            "sparklet sets it from the downward API",
+	"spark.kubernetes.namespace":                                  "sparklet sets it to the pod's namespace",
+	"spark.app.id":                                                "sparklet generates it and labels the pod with it",
+	"spark.driver.host":                                           "sparklet sets it to the pod IP",
+	"spark.driver.bindAddress":                                    "sparklet sets it to the pod IP",
+	"spark.kubernetes.authenticate.oauthToken":                    "the JVM authenticates to the sidecar with sparklet's per-pod token",
+	"spark.kubernetes.authenticate.oauthTokenFile":                "the JVM authenticates to the sidecar with sparklet's per-pod token",
+	"spark.kubernetes.submitInDriver":                             "sparklet runs the driver in client mode",
+	"spark.kubernetes.driver.master":                              "sparklet points it at the sidecar on 127.0.0.1",
+	"spark.kubernetes.authenticate.driver.mounted.oauthToken":     "the JVM authenticates to the sidecar with sparklet's per-pod token",
+	"spark.kubernetes.authenticate.driver.mounted.oauthTokenFile": "the JVM authenticates to the sidecar with sparklet's per-pod token",
 }
 
 // Validate checks the whole policy. The error lists every problem, each

@@ -141,8 +141,13 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 }
 
 // patchPod forwards a label or annotation patch on an executor: Spark
-// labels executors inactive or decommissioning this way.
+// labels executors inactive or decommissioning this way. The driver's own
+// pod takes only the exit-exception annotation (patchDriver).
 func (a *API) patchPod(w http.ResponseWriter, req *request) {
+	if req.name == a.driver {
+		a.patchDriver(w, req)
+		return
+	}
 	if _, err := a.state.executor(req.name); err != nil {
 		writeError(w, err)
 		return

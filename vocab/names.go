@@ -8,6 +8,9 @@ const (
 	LabelExecID = "spark-exec-id"      // Spark writes the executor id on the executor pods it asks for; operators read it
 )
 
+// Spark's own annotation on the driver pod (Constants.scala, 4.1+).
+const AnnotationExitException = "spark.exit-exception" // Spark writes the exception that ended the application, through the sidecar, which lets the driver patch only this on its pod; users read it
+
 // sparklet's labels.
 const (
 	LabelInject  = "sparklet.io/inject"  // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
