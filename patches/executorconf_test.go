@@ -133,7 +133,7 @@ func TestRecoveryModeExecutorKeepsItsCores(t *testing.T) {
 			}
 			driver := driverPod()
 			driver.Name, driver.UID = "sleepy", pod.OwnerReferences[0].UID
-			if err := Executor(&pod, ExecutorInput{Policy: pol, Driver: driver, AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
+			if _, err := Executor(&pod, ExecutorInput{Policy: pol, Driver: ReadDriver(driver), AppID: pod.Labels[vocab.LabelAppID]}); err != nil {
 				t.Fatal(err)
 			}
 			c = &pod.Spec.Containers[0]

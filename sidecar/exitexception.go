@@ -8,7 +8,6 @@ import (
 	"strconv"
 
 	"github.com/sirupsen/logrus"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -40,7 +39,7 @@ func (a *API) patchDriver(w http.ResponseWriter, req *request) {
 		a.refuseDriverPatch(w, req, err)
 		return
 	}
-	if driver, ok := a.state.driverPod(); ok && exitExceptionOff(driver) {
+	if driver, ok := a.state.driver(); ok && exitExceptionOff(driver) {
 		a.refuseDriverPatch(w, req, fmt.Errorf("%s is false in the driver's effective configuration", patches.KeyAnnotateExitException))
 		return
 	}
@@ -64,12 +63,11 @@ func (a *API) refuseDriverPatch(w http.ResponseWriter, req *request, why error) 
 
 // exitExceptionOff tells whether the driver's effective configuration,
 // as the webhook recorded it, turns the annotation off.
-func exitExceptionOff(driver *corev1.Pod) bool {
-	conf, err := patches.EffectiveConf(driver.Annotations)
-	if err != nil {
+func exitExceptionOff(driver *patches.DriverFacts) bool {
+	if driver.ConfErr != nil {
 		return false
 	}
-	v, ok := conf[patches.KeyAnnotateExitException]
+	v, ok := driver.Conf[patches.KeyAnnotateExitException]
 	on, perr := strconv.ParseBool(v)
 	return ok && perr == nil && !on
 }
