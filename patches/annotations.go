@@ -89,5 +89,9 @@ func warnWrittenBySparklet(pod *corev1.Pod, p *plan) error {
 		p.warn(fmt.Sprintf("sparklet replaced annotation %s, which it writes itself; put your Spark properties in %s",
 			vocab.AnnotationEffectiveConf, vocab.AnnotationSparkConf))
 	}
+	if _, ok := pod.Annotations[vocab.AnnotationScheduling]; ok {
+		p.warn(fmt.Sprintf("sparklet replaced annotation %s, which it writes itself (or removed it, for a driver without a batch scheduler); "+
+			"choose the scheduler and queue with %s and %s", vocab.AnnotationScheduling, vocab.AnnotationBatchScheduler, vocab.AnnotationQueue))
+	}
 	return nil
 }

@@ -66,6 +66,7 @@ var (
 		{"sidecar", addSidecar},
 		{"mesh", meshExclusions},
 		{"gang", applyScheduling},
+		{"scheduling digest", recordSchedulingDigest},
 		{"status", annotate},
 	}
 )

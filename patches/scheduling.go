@@ -198,10 +198,13 @@ func refuseScheduling(format string, args ...any) error {
 }
 
 // applyScheduling sizes the gang from the finished pod and writes what the
-// batch scheduler reads, plus AnnotationScheduling for the sidecar.
+// batch scheduler reads, plus AnnotationScheduling for the sidecar. A
+// driver without a batch scheduler has no AnnotationScheduling: the
+// sidecar stamps executors with what it says, so only sparklet writes it.
 func applyScheduling(pod *corev1.Pod, p *plan, _ *Status) error {
 	s := p.sched
 	if s == nil {
+		delete(pod.Annotations, vocab.AnnotationScheduling)
 		return nil
 	}
 	c := p.container(pod)

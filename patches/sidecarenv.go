@@ -11,8 +11,9 @@ import (
 )
 
 // SidecarEnv is what the webhook tells the sidecar through its env, whose
-// names (vocab.EnvPodName ... vocab.EnvConfSHA256) are in vocab/names.go.
-// addSidecar writes it; `sparklet sidecar` reads it with ParseSidecarEnv.
+// names (vocab.EnvPodName ... vocab.EnvSchedulingSHA256) are in
+// vocab/names.go. addSidecar writes it, and recordSchedulingDigest its
+// SchedulingSHA256; `sparklet sidecar` reads it with ParseSidecarEnv.
 type SidecarEnv struct {
 	// PodName and Namespace are the driver pod's. Rendered empty, they come
 	// from the pod's own metadata through the downward API.
@@ -32,6 +33,11 @@ type SidecarEnv struct {
 	// JVM reads the conf from a pod annotation, which stays editable; the
 	// sidecar refuses to start if it no longer matches.
 	ConfSHA256 string
+	// SchedulingSHA256 is SchedulingDigest of the pod as the webhook
+	// left it: the sidecar stamps executors with the batch scheduling
+	// that annotation records, and refuses to start if it no longer
+	// matches. Empty (pods injected before it) skips that check.
+	SchedulingSHA256 string
 }
 
 // EnvVars renders the env for the sidecar container.
@@ -45,6 +51,7 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 		{Name: vocab.EnvSparkContainer, Value: e.SparkContainer},
 		{Name: vocab.EnvPolicy, Value: e.PolicyJSON},
 		{Name: vocab.EnvConfSHA256, Value: e.ConfSHA256},
+		{Name: vocab.EnvSchedulingSHA256, Value: e.SchedulingSHA256},
 	}
 }
 
@@ -67,14 +74,15 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 	}
 	defaults := policy.Sidecar{Port: policy.DefaultSidecarPort, MetricsPort: policy.DefaultSidecarMetricsPort}
 	return SidecarEnv{
-		PodName:        get(vocab.EnvPodName, ""),
-		Namespace:      get(vocab.EnvPodNamespace, ""),
-		Listen:         get(vocab.EnvListen, defaults.Listen()),
-		MetricsListen:  get(vocab.EnvMetricsListen, defaults.MetricsListen()),
-		TokenFile:      get(vocab.EnvTokenFile, TokenFile),
-		SparkContainer: get(vocab.EnvSparkContainer, ""),
-		PolicyJSON:     get(vocab.EnvPolicy, ""),
-		ConfSHA256:     get(vocab.EnvConfSHA256, ""),
+		PodName:          get(vocab.EnvPodName, ""),
+		Namespace:        get(vocab.EnvPodNamespace, ""),
+		Listen:           get(vocab.EnvListen, defaults.Listen()),
+		MetricsListen:    get(vocab.EnvMetricsListen, defaults.MetricsListen()),
+		TokenFile:        get(vocab.EnvTokenFile, TokenFile),
+		SparkContainer:   get(vocab.EnvSparkContainer, ""),
+		PolicyJSON:       get(vocab.EnvPolicy, ""),
+		ConfSHA256:       get(vocab.EnvConfSHA256, ""),
+		SchedulingSHA256: get(vocab.EnvSchedulingSHA256, ""),
 	}
 }
 

@@ -22,8 +22,11 @@ import (
 // allocator creates the executor pods the JVM asks for, under the executor
 // policy, with bounded concurrency and rate.
 type allocator struct {
-	client    kubecore.Interface
-	state     *state
+	client kubecore.Interface
+	state  *state
+	// driver is the driver pod's facts as the sidecar checked them at
+	// start; later edits of the pod are not followed (admitted.go).
+	driver    *patches.DriverFacts
 	policy    *policy.Effective
 	appID     string
 	namespace string
@@ -51,10 +54,11 @@ type allocator struct {
 // newAllocator returns an allocator that creates at most
 // sidecar.createConcurrency executors at once and sidecar.createQPS a
 // second, as the policy (with its defaults filled in) says.
-func newAllocator(client kubecore.Interface, st *state, pol *policy.Effective, namespace, appID string, ev *recorder, m *metrics, log *logrus.Entry) *allocator {
+func newAllocator(client kubecore.Interface, st *state, driver *patches.DriverFacts, pol *policy.Effective, namespace, appID string,
+	ev *recorder, m *metrics, log *logrus.Entry) *allocator {
 	conc := pol.Sidecar.CreateConcurrency
 	return &allocator{
-		client: client, state: st, policy: pol, appID: appID, namespace: namespace, events: ev, metrics: m, log: log,
+		client: client, state: st, driver: driver, policy: pol, appID: appID, namespace: namespace, events: ev, metrics: m, log: log,
 		limiter: flowcontrol.NewTokenBucketRateLimiter(float32(pol.Sidecar.CreateQPS), conc),
 		slots:   make(chan struct{}, conc),
 		now:     time.Now,
@@ -86,14 +90,10 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (created, error
 		}
 		return created{pod: out}, nil
 	}
-	driver, ok := a.state.driver()
-	if !ok {
-		return created{}, apierrors.NewServiceUnavailable("the sidecar has not seen its driver pod yet")
-	}
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	res, err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: driver, AppID: a.appID})
+	res, err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: a.driver, AppID: a.appID})
 	if err != nil {
 		return created{}, a.refuse(pod.Name, err)
 	}

@@ -12,18 +12,19 @@ import (
 )
 
 // Config is the sidecar's whole configuration. The webhook sets the fields
-// up to ConfSHA256 through the sidecar container's env, a patches.SidecarEnv
-// (see docs/sidecar.md).
+// up to SchedulingSHA256 through the sidecar container's env, a
+// patches.SidecarEnv (see docs/sidecar.md).
 type Config struct {
-	PodName        string // vocab.EnvPodName
-	Namespace      string // vocab.EnvPodNamespace
-	Listen         string // vocab.EnvListen: the JVM's API, on 127.0.0.1
-	MetricsListen  string // vocab.EnvMetricsListen: /metrics, /readyz, /healthz
-	TokenFile      string // vocab.EnvTokenFile: the JVM's per-pod token
-	SparkContainer string // vocab.EnvSparkContainer: watched for termination
-	PolicyJSON     string // vocab.EnvPolicy: the effective policy, JSON
-	ConfSHA256     string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
-	Kubeconfig     string // --kubeconfig; empty means in-cluster
+	PodName          string // vocab.EnvPodName
+	Namespace        string // vocab.EnvPodNamespace
+	Listen           string // vocab.EnvListen: the JVM's API, on 127.0.0.1
+	MetricsListen    string // vocab.EnvMetricsListen: /metrics, /readyz, /healthz
+	TokenFile        string // vocab.EnvTokenFile: the JVM's per-pod token
+	SparkContainer   string // vocab.EnvSparkContainer: watched for termination
+	PolicyJSON       string // vocab.EnvPolicy: the effective policy, JSON
+	ConfSHA256       string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
+	SchedulingSHA256 string // vocab.EnvSchedulingSHA256: digest of the sparklet.io/scheduling the webhook wrote
+	Kubeconfig       string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration
 	// Profiling serves /debug/pprof/ next to /metrics (--profiling).

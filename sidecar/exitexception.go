@@ -39,7 +39,7 @@ func (a *API) patchDriver(w http.ResponseWriter, req *request) {
 		a.refuseDriverPatch(w, req, err)
 		return
 	}
-	if driver, ok := a.state.driver(); ok && exitExceptionOff(driver) {
+	if exitExceptionOff(a.alloc.driver) {
 		a.refuseDriverPatch(w, req, fmt.Errorf("%s is false in the driver's effective configuration", patches.KeyAnnotateExitException))
 		return
 	}
@@ -64,7 +64,7 @@ func (a *API) refuseDriverPatch(w http.ResponseWriter, req *request, why error) 
 // exitExceptionOff tells whether the driver's effective configuration,
 // as the webhook recorded it, turns the annotation off.
 func exitExceptionOff(driver *patches.DriverFacts) bool {
-	if driver.ConfErr != nil {
+	if driver == nil || driver.ConfErr != nil {
 		return false
 	}
 	v, ok := driver.Conf[patches.KeyAnnotateExitException]

@@ -36,8 +36,8 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
 	})
 	// Both caches keep each pod's JSON and the fields the sidecar reads;
-	// the driver's also the whole pod and its facts, which the executor
-	// patches read.
+	// the driver's also the whole pod, whose container statuses and
+	// annotations the sidecar watches.
 	if err := execPods.SetTransform(podTransform(false)); err != nil {
 		return nil, nil, err
 	}
@@ -60,8 +60,10 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		return nil, nil, err
 	}
 	onEnd, ended := s.sparkEndedHandler()
-	if _, err := driverPods.AddEventHandler(onEnd); err != nil {
-		return nil, nil, err
+	for _, h := range []cache.ResourceEventHandler{onEnd, s.annotationsChangedHandler(s.driver.Pod)} {
+		if _, err := driverPods.AddEventHandler(h); err != nil {
+			return nil, nil, err
+		}
 	}
 	go execPods.Run(stop)
 	go driverPods.Run(stop)

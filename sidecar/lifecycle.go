@@ -20,7 +20,7 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 	ended := make(chan struct{})
 	var once sync.Once
 	check := func(obj any) {
-		if pod, ok := cachedOf(obj); ok && pod.driver != nil && sparkTerminated(pod.driver.Pod, s.cfg.SparkContainer) {
+		if pod, ok := cachedOf(obj); ok && pod.pod != nil && sparkTerminated(pod.pod, s.cfg.SparkContainer) {
 			once.Do(func() { close(ended) })
 		}
 	}

@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/sparklet/sparklet/patches"
 )
 
 // cachedPod is what an informer keeps of one pod version: the pod as the
@@ -21,9 +19,9 @@ import (
 // all its subscribers.
 type cachedPod struct {
 	podFacts
-	// driver is the whole decoded pod and its facts, parsed once, kept
-	// for the driver only: the executor patches read them.
-	driver *patches.DriverFacts
+	// pod is the whole decoded pod, kept for the driver only: the
+	// sidecar reads its container statuses and annotations.
+	pod *corev1.Pod
 	// json is the pod with its kind, as the API server sends it, less
 	// metadata.managedFields (see encodeForJVM).
 	json []byte
@@ -53,9 +51,8 @@ func (c *cachedPod) decode() (*corev1.Pod, error) {
 }
 
 // podTransform returns the informer transform that turns each pod the
-// informer receives into a cachedPod, keeping the whole decoded pod and
-// its driver facts when driver is set. It is idempotent, as client-go
-// asks of a transform.
+// informer receives into a cachedPod, keeping the whole decoded pod when
+// driver is set. It is idempotent, as client-go asks of a transform.
 func podTransform(driver bool) cache.TransformFunc {
 	in := &interner{}
 	return func(obj any) (any, error) {
@@ -69,7 +66,7 @@ func podTransform(driver bool) cache.TransformFunc {
 		}
 		c := &cachedPod{podFacts: factsOf(pod, in), json: raw}
 		if driver {
-			c.driver = patches.ReadDriver(pod)
+			c.pod = pod
 		}
 		return c, nil
 	}

@@ -105,14 +105,14 @@ func TestTransformIsIdempotentAndSlim(t *testing.T) {
 		t.Fatalf("second transform changed the object: %v", err)
 	}
 	c := once.(*cachedPod)
-	if c.driver != nil || c.Annotations != nil || c.OwnerReferences != nil || c.ManagedFields != nil {
+	if c.pod != nil || c.Annotations != nil || c.OwnerReferences != nil || c.ManagedFields != nil {
 		t.Errorf("an executor's cache entry keeps more than the sidecar reads: %+v", c.podFacts)
 	}
 	if c.Name != "pi-exec-1" || c.Labels[vocab.LabelRole] != "executor" || c.Phase != corev1.PodRunning || c.NodeName != "node-1" ||
 		c.RestartPolicy != corev1.RestartPolicyNever || c.ResourceVersion != "" || c.UID != "exec-uid" {
 		t.Errorf("an executor's cache entry lost what the sidecar reads: %+v", c.podFacts)
 	}
-	if d, _ := podTransform(true)(fullExecutor(1)); d.(*cachedPod).driver == nil || d.(*cachedPod).driver.Pod.Status.PodIP != "10.0.0.7" {
+	if d, _ := podTransform(true)(fullExecutor(1)); d.(*cachedPod).pod == nil || d.(*cachedPod).pod.Status.PodIP != "10.0.0.7" {
 		t.Error("the driver's cache entry lost the whole pod")
 	}
 	full, err := c.decode()

@@ -3,7 +3,6 @@ package sidecar
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -27,7 +26,7 @@ type Sidecar struct {
 	log     *logrus.Entry
 	metrics *metrics
 	appID   string
-	driver  *patches.DriverFacts // as read at start
+	driver  *patches.DriverFacts // as read and checked at start
 	events  *recorder
 	api     *API // once prepared
 	ready   chan struct{}
@@ -113,12 +112,13 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 		namespace: s.cfg.Namespace, appID: s.appID, driver: s.cfg.PodName, token: token, client: s.client,
 		state: st, metrics: s.metrics, log: s.log, server: serverVersion(ctx, s.client),
 	}
-	api.alloc = newAllocator(s.client, st, pol, s.cfg.Namespace, s.appID, s.events, s.metrics, s.log)
+	api.alloc = newAllocator(s.client, st, s.driver, pol, s.cfg.Namespace, s.appID, s.events, s.metrics, s.log)
 	return api, ended, nil
 }
 
 // readDriver reads the driver pod for the application it belongs to, and
-// refuses to go on when its Spark configuration was edited after admission.
+// refuses to go on when the annotations the webhook checked were edited
+// after admission (checkAdmitted).
 func (s *Sidecar) readDriver(ctx context.Context) error {
 	own, err := s.client.Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{})
 	if err != nil {
@@ -131,14 +131,7 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	}
 	s.log = s.log.WithField("app", s.appID)
 	s.events = newRecorder(s.client, own, s.log)
-	if want := s.cfg.ConfSHA256; want != "" && patches.DeliveredDigest(own) != want {
-		msg := fmt.Sprintf("annotation %s or %s was changed after admission, so the JVM would run with a configuration the webhook did not check; recreate the pod to change its configuration",
-			vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf)
-		s.events.warning("ConfigurationTampered", msg)
-		s.events.flush(5 * time.Second)
-		return errors.New(msg)
-	}
-	return nil
+	return s.checkAdmitted(own)
 }
 
 // serve serves the API on cfg.Listen, plain HTTP and TLS on one port, and

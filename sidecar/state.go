@@ -7,8 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
-
-	"github.com/sparklet/sparklet/patches"
 )
 
 // source is one informer's cache of cachedPods plus the hub of its
@@ -68,15 +66,6 @@ type state struct {
 	driverName   string
 	executors    *source // this application's executor pods
 	driverSource *source // the driver pod itself
-}
-
-// driver is the driver pod as last read, with its facts.
-func (s *state) driver() (*patches.DriverFacts, bool) {
-	c, ok := s.driverSource.get(s.driverName)
-	if !ok || c.driver == nil {
-		return nil, false
-	}
-	return c.driver, true
 }
 
 func (s *state) executor(name string) (*cachedPod, error) {

@@ -38,14 +38,15 @@ const (
 // The env contract between the webhook and the sidecar: the webhook writes
 // these in the sidecar container; `sparklet sidecar` reads them.
 const (
-	EnvPodName        = "SPARKLET_POD_NAME"        // the driver pod's name (also set in the Spark container, whose conf refers to it as ${env:...})
-	EnvPodNamespace   = "SPARKLET_POD_NAMESPACE"   // the driver pod's namespace
-	EnvListen         = "SPARKLET_LISTEN"          // the address of the JVM's API, on 127.0.0.1
-	EnvMetricsListen  = "SPARKLET_METRICS_LISTEN"  // the address of /metrics, /readyz and /healthz
-	EnvTokenFile      = "SPARKLET_TOKEN_FILE"      // where the sidecar writes the JVM's per-pod token
-	EnvSparkContainer = "SPARKLET_SPARK_CONTAINER" // the Spark container, watched for termination
-	EnvPolicy         = "SPARKLET_POLICY"          // the namespace's effective policy, as JSON
-	EnvConfSHA256     = "SPARKLET_CONF_SHA256"     // the digest of the conf the webhook delivered to the JVM
+	EnvPodName          = "SPARKLET_POD_NAME"          // the driver pod's name (also set in the Spark container, whose conf refers to it as ${env:...})
+	EnvPodNamespace     = "SPARKLET_POD_NAMESPACE"     // the driver pod's namespace
+	EnvListen           = "SPARKLET_LISTEN"            // the address of the JVM's API, on 127.0.0.1
+	EnvMetricsListen    = "SPARKLET_METRICS_LISTEN"    // the address of /metrics, /readyz and /healthz
+	EnvTokenFile        = "SPARKLET_TOKEN_FILE"        // where the sidecar writes the JVM's per-pod token
+	EnvSparkContainer   = "SPARKLET_SPARK_CONTAINER"   // the Spark container, watched for termination
+	EnvPolicy           = "SPARKLET_POLICY"            // the namespace's effective policy, as JSON
+	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
+	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
 )
 
 // The webhook's env in the other containers it injects or changes.
