@@ -24,11 +24,11 @@ import (
 // (spark.kubernetes.allocation.maxPendingPods, 3.2+). Before 4.2 the
 // policy allows 2 executors in all, which the two profiles, at 2 each
 // (spark.dynamicAllocation.maxExecutors is per profile), exceed: the
-// sidecar refuses the excess and both jobs finish. Spark 4.2+ counts
+// sidecar refuses the excess and both jobs finish. Spark 4.3 counts
 // every refused creation as an executor failure (ExecutorPodsAllocator's
-// registerPodCreationFailure, in the 4.3.0 jar and not the 4.0.5 one) and
-// stops the application after spark.executor.maxNumFailures (here 4), so
-// there the policy allows 4.
+// registerPodCreationFailure, SPARK-55075: in the 4.3.0 jar, not in 4.0.5)
+// and stops the application after spark.executor.maxNumFailures (here 4),
+// so from 4.1 on, the policy allows 4.
 func TestResourceProfiles(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) { resourceProfiles(t, d) })
@@ -41,7 +41,7 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 		pendingKey, pendingOf = "spark.kubernetes.allocation.maxPendingPodsPerRp", ""
 	}
 	limit, refusals := 2, true
-	if d.Major > 4 || d.Major == 4 && d.Minor >= 2 {
+	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
 		limit, refusals = 4, false
 	}
 	job := sleepy{tasks: 4, sleepMS: 4000, script: "profiles.py", conf: profilesConf + pendingKey + " 1\n"}
