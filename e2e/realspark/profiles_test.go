@@ -21,14 +21,15 @@ import (
 // executors are refused naming the memory limit, and Spark keeps its
 // pending-pod limits per profile
 // (spark.kubernetes.allocation.maxPendingPodsPerRp, 4.1+) or in all
-// (spark.kubernetes.allocation.maxPendingPods, 3.2+). Before 4.2 the
+// (spark.kubernetes.allocation.maxPendingPods, 3.2+). On 3.5 and 4.0 the
 // policy allows 2 executors in all, which the two profiles, at 2 each
 // (spark.dynamicAllocation.maxExecutors is per profile), exceed: the
 // sidecar refuses the excess and both jobs finish. Spark 4.3 counts
 // every refused creation as an executor failure (ExecutorPodsAllocator's
-// registerPodCreationFailure, SPARK-55075: in the 4.3.0 jar, not in 4.0.5)
-// and stops the application after spark.executor.maxNumFailures (here 4),
-// so from 4.1 on, the policy allows 4.
+// registerPodCreationFailure, SPARK-55075: in the 4.3.0 jar, not in 4.0.5;
+// 4.1 and 4.2 not checked) and stops the application after
+// spark.executor.maxNumFailures (here 4), so from 4.1 on the policy
+// allows 4.
 func TestResourceProfiles(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) { resourceProfiles(t, d) })
@@ -37,11 +38,9 @@ func TestResourceProfiles(t *testing.T) {
 
 func resourceProfiles(t *testing.T, d spark.Dist) {
 	pendingKey, pendingOf := "spark.kubernetes.allocation.maxPendingPods", allProfiles
-	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
-		pendingKey, pendingOf = "spark.kubernetes.allocation.maxPendingPodsPerRp", ""
-	}
 	limit, refusals := 2, true
 	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
+		pendingKey, pendingOf = "spark.kubernetes.allocation.maxPendingPodsPerRp", ""
 		limit, refusals = 4, false
 	}
 	job := sleepy{tasks: 4, sleepMS: 4000, script: "profiles.py", conf: profilesConf + pendingKey + " 1\n"}
