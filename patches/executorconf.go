@@ -95,19 +95,25 @@ func enforceExecutorConf(pod *corev1.Pod, c *corev1.Container, enforced, conf ma
 	if v, ok := enforced["spark.kubernetes.authenticate.executor.serviceAccountName"]; ok {
 		pod.Spec.ServiceAccountName = v
 	}
-	if err := enforceExecutorCores(c, enforced, conf); err != nil {
+	if err := enforceExecutorCores(pod, c, enforced, conf); err != nil {
 		return err
 	}
-	return enforceExecutorMemory(c, enforced, conf, isSpark3Image(c.Image))
+	return enforceExecutorMemory(c, enforced, conf, profileMemory(pod, c), isSpark3Image(c.Image))
 }
 
 // enforceExecutorCores: SPARK_EXECUTOR_CORES and the CPU request come from
 // spark.executor.cores, unless spark.kubernetes.executor.request.cores
 // names the request; spark.kubernetes.executor.limit.cores is the limit.
 // An executor that announces fewer cores than enforced keeps them
-// (fewerCores).
-func enforceExecutorCores(c *corev1.Container, enforced, conf map[string]string) error {
+// (fewerCores); one of a non-default resource profile that announces more
+// is refused (refuseProfileCores).
+func enforceExecutorCores(pod *corev1.Pod, c *corev1.Container, enforced, conf map[string]string) error {
 	cores, coresEnforced := enforced[keyExecutorCores]
+	if coresEnforced {
+		if err := refuseProfileCores(pod, c, cores); err != nil {
+			return err
+		}
+	}
 	if coresEnforced && !fewerCores(c, cores) {
 		c.Env = upsert(c.Env, corev1.EnvVar{Name: "SPARK_EXECUTOR_CORES", Value: cores}, envName, true)
 	}
@@ -141,18 +147,16 @@ func enforceExecutorCores(c *corev1.Container, enforced, conf map[string]string)
 // ExecutorPodsAllocator.setRecoveryMode, BasicExecutorFeatureStep; read in
 // the 4.3.0 jar, config .version("4.2.0")). Raising it would undo that.
 func fewerCores(c *corev1.Container, enforced string) bool {
-	i := envIndex(c.Env, "SPARK_EXECUTOR_CORES")
-	if i < 0 || c.Env[i].ValueFrom != nil {
-		return false
-	}
-	have, err1 := strconv.Atoi(strings.TrimSpace(c.Env[i].Value))
-	limit, err2 := strconv.Atoi(strings.TrimSpace(enforced))
-	return err1 == nil && err2 == nil && have >= 1 && have < limit
+	have, ok := announcedCores(c)
+	limit, err := strconv.Atoi(strings.TrimSpace(enforced))
+	return ok && err == nil && have < limit
 }
 
 // enforceExecutorMemory sizes the pod and the heap (SPARK_EXECUTOR_MEMORY,
-// the entrypoint's -Xmx) as Spark would from the enforced memory keys.
-func enforceExecutorMemory(c *corev1.Container, enforced, conf map[string]string, spark3 bool) error {
+// the entrypoint's -Xmx) as Spark would from the enforced memory keys, over
+// the driver's configuration and what the executor asks for itself (own:
+// profileMemory).
+func enforceExecutorMemory(c *corev1.Container, enforced, conf, own map[string]string, spark3 bool) error {
 	if !slices.ContainsFunc(executorMemoryKeys, func(k string) bool { _, ok := enforced[k]; return ok }) {
 		return nil
 	}
@@ -160,6 +164,7 @@ func enforceExecutorMemory(c *corev1.Container, enforced, conf map[string]string
 	if merged == nil {
 		merged = map[string]string{}
 	}
+	maps.Copy(merged, own)
 	maps.Copy(merged, enforced)
 	m, err := ExecutorMemoryOf(merged, spark3)
 	if err != nil {

@@ -3,9 +3,10 @@ package vocab
 // Spark's own labels (apache/spark resource-managers/kubernetes,
 // org/apache/spark/deploy/k8s/Constants.scala, 3.5 and 4.x).
 const (
-	LabelRole   = "spark-role"         // the user writes "driver" (the webhook's objectSelector reads it); the sidecar writes "executor"
-	LabelAppID  = "spark-app-selector" // the webhook writes the application id on the driver, the sidecar on executors; Spark, the sidecar and `sparklet check` read it
-	LabelExecID = "spark-exec-id"      // Spark writes the executor id on the executor pods it asks for; operators read it
+	LabelRole              = "spark-role"                    // the user writes "driver" (the webhook's objectSelector reads it); the sidecar writes "executor"
+	LabelAppID             = "spark-app-selector"            // the webhook writes the application id on the driver, the sidecar on executors; Spark, the sidecar and `sparklet check` read it
+	LabelExecID            = "spark-exec-id"                 // Spark writes the executor id on the executor pods it asks for; operators read it
+	LabelResourceProfileID = "spark-exec-resourceprofile-id" // Spark writes the executor's resource profile id ("0": the default profile) and counts its executors per profile by it; the sidecar reads it to judge executors of other profiles by their own size
 )
 
 // Spark's own annotation on the driver pod (Constants.scala, 4.1+).

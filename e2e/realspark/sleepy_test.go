@@ -3,6 +3,7 @@ package realspark
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"regexp"
 	"strconv"
@@ -28,6 +29,9 @@ type sleepy struct {
 	conf                 string // Spark properties, spark-defaults format
 	// files go into /opt/job beside the script.
 	files map[string]string
+	// script is the testdata script run with the same arguments in
+	// sleepy.py's place, when set.
+	script string
 }
 
 // sleepyDriver is the driver pod's name.
@@ -37,13 +41,17 @@ const sleepyDriver = "sleepy"
 // the image of dist, and returns the pod as admitted.
 func (j sleepy) start(t *testing.T, ns string, d spark.Dist) *corev1.Pod {
 	t.Helper()
-	script, err := os.ReadFile("testdata/sleepy.py")
+	name := "sleepy.py"
+	if j.script != "" {
+		name = j.script
+	}
+	script, err := os.ReadFile("testdata/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sleepy-job"}, Data: map[string]string{"sleepy.py": string(script)}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "sleepy-job"}, Data: map[string]string{name: string(script)}}
 	for name, text := range j.files {
 		cm.Data[name] = text
 	}
@@ -61,7 +69,7 @@ func (j sleepy) start(t *testing.T, ns string, d spark.Dist) *corev1.Pod {
 			Containers: []corev1.Container{{
 				Name:  "spark",
 				Image: "apache/spark:" + d.Version,
-				Args: []string{"driver", "local:///opt/job/sleepy.py",
+				Args: []string{"driver", "local:///opt/job/" + name,
 					strconv.Itoa(j.tasks), strconv.Itoa(j.sleepMS), strconv.Itoa(j.idle)},
 				VolumeMounts: []corev1.VolumeMount{{Name: "job", MountPath: "/opt/job"}},
 				Resources: corev1.ResourceRequirements{
@@ -110,11 +118,17 @@ type execTracker struct {
 	dupes    []string
 	going    map[string]time.Time // pod name → first seen deleting or gone
 	running  map[string]time.Time // pod name → first seen Running
+	// pending holds the executors not yet running, by resource profile id;
+	// mostPending is the most pending at once, by resource profile id, and
+	// of every profile under allProfiles.
+	pending     map[string]map[string]bool
+	mostPending map[string]int
 }
 
 func trackExecutors(t *testing.T, ns string) *execTracker {
 	t.Helper()
-	tr := &execTracker{alive: map[string]string{}, seen: map[string]*corev1.Pod{}, going: map[string]time.Time{}, running: map[string]time.Time{}}
+	tr := &execTracker{alive: map[string]string{}, seen: map[string]*corev1.Pod{}, going: map[string]time.Time{}, running: map[string]time.Time{},
+		pending: map[string]map[string]bool{}, mostPending: map[string]int{}}
 	f := informers.NewSharedInformerFactoryWithOptions(env.Client, 0, informers.WithNamespace(ns),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = vocab.LabelRole + "=executor" }))
 	inf := f.Core().V1().Pods().Informer()
@@ -146,6 +160,7 @@ func (tr *execTracker) observe(obj any, gone bool) {
 	tr.mu.Lock()
 	defer tr.mu.Unlock()
 	tr.seen[p.Name] = p
+	tr.countPending(p, gone)
 	if _, ok := tr.running[p.Name]; !ok && !gone && p.Status.Phase == corev1.PodRunning {
 		tr.running[p.Name] = time.Now()
 	}
@@ -167,6 +182,37 @@ func (tr *execTracker) observe(obj any, gone bool) {
 	}
 	tr.alive[p.Name] = id
 	tr.maxAlive = max(tr.maxAlive, len(tr.alive))
+}
+
+// countPending counts p as pending under its resource profile while it
+// is neither running nor ending.
+func (tr *execTracker) countPending(p *corev1.Pod, gone bool) {
+	rp := p.Labels[vocab.LabelResourceProfileID]
+	if tr.pending[rp] == nil {
+		tr.pending[rp] = map[string]bool{}
+	}
+	if gone || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodPending {
+		delete(tr.pending[rp], p.Name)
+		return
+	}
+	tr.pending[rp][p.Name] = true
+	tr.mostPending[rp] = max(tr.mostPending[rp], len(tr.pending[rp]))
+	all := 0
+	for _, names := range tr.pending {
+		all += len(names)
+	}
+	tr.mostPending[allProfiles] = max(tr.mostPending[allProfiles], all)
+}
+
+// allProfiles keys the pending executors of every resource profile.
+const allProfiles = "*"
+
+// mostPendingAtOnce returns the most executors pending at once, by
+// resource profile id, and of every profile under allProfiles.
+func (tr *execTracker) mostPendingAtOnce() map[string]int {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return maps.Clone(tr.mostPending)
 }
 
 // counts returns the executors alive now, the most alive at once, how many
