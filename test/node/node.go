@@ -240,17 +240,26 @@ func takeLock(ctx context.Context) (*os.File, error) {
 // error from cond: conditions report only what waiting cannot mend.
 func (n *Node) waitFor(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range n.procs {
-			select {
-			case <-p.done:
-				return false, fmt.Errorf("%s exited:\n%s", p.name, n.LogTail(p.name, 30))
-			default:
-			}
+		if err := n.Alive(); err != nil {
+			return false, err
 		}
 		return cond(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// Alive reports which of the node's programs (containerd, the kubelet,
+// kube-proxy, CoreDNS) has exited, with its log's tail; nil while all run.
+func (n *Node) Alive() error {
+	for _, p := range n.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited:\n%s", p.name, n.LogTail(p.name, 30))
+		default:
+		}
 	}
 	return nil
 }
