@@ -113,8 +113,16 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Node, error)
 		}
 	}
 	n := &Node{opts: opts, cluster: c}
+	waitStart := time.Now()
 	if n.lock, err = takeLock(ctx); err != nil {
 		return nil, err
+	}
+	// Waiting for another run's node is not part of starting this one: ctx's
+	// deadline moves on by the wait.
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(time.Since(waitStart)))
+		defer cancel()
 	}
 	if err := removeLeftovers(); err != nil {
 		n.lock.Close()
@@ -211,8 +219,14 @@ func (n *Node) run(name string, args ...string) error {
 	return nil
 }
 
-// takeLock holds the machine's one real node until the file is closed.
+// lockWait is how long Start waits for another run's node to stop.
+const lockWait = time.Hour
+
+// takeLock holds the machine's one real node until the file is closed. It
+// waits up to lockWait, whatever ctx's deadline.
 func takeLock(ctx context.Context) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockWait)
+	defer cancel()
 	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
