@@ -20,7 +20,7 @@ import (
 // their Service, the policy-check hook Job runs, `helm test` passes, a
 // driver pod is injected, and `helm uninstall` removes the release.
 func TestHelmInstall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	const release, releaseNS, jobs = "sparklet", "sparklet-system", "spark-jobs"
 	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobs}}, metav1.CreateOptions{}); err != nil {
@@ -84,6 +84,10 @@ spec:
 		t.Run("SparkPi-"+v.spark, func(t *testing.T) { sparkPi(ctx, t, jobs, v.spark, v.scala) })
 	}
 	t.Run("Job", func(t *testing.T) { sparkPiJob(ctx, t, jobs) })
+	t.Run("DynamicAllocation", func(t *testing.T) { dynamicAllocation(ctx, t, jobs) })
+	t.Run("KillDriverJVM", func(t *testing.T) { driverKilled(ctx, t, jobs) })
+	t.Run("KillSidecar", func(t *testing.T) { sidecarKilled(ctx, t, jobs) })
+	t.Run("RestartAPIServer", func(t *testing.T) { apiServerRestarted(ctx, t, jobs, releaseNS) })
 	t.Run("PodSecurityRestricted", func(t *testing.T) { restrictedDriver(ctx, t, jobs) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/sleepyjob"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -44,7 +45,7 @@ func controllerAllocatorRefused(t *testing.T, d spark.Dist, allocator string) {
 	}
 
 	execs := trackExecutors(t, ns)
-	job := sleepy{script: "allocator.py", conf: fixedConf, files: map[string]string{"allocator": allocator}}
+	job := sleepy{script: "allocator.py", conf: sleepyjob.FixedConf, files: map[string]string{"allocator": allocator}}
 	job.start(t, ns, d)
 	done := waitPod(t, ns, sleepyDriver, "finished", 3*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 	driverLog := log(ns, sleepyDriver, "spark")
@@ -57,7 +58,7 @@ func controllerAllocatorRefused(t *testing.T, d spark.Dist, allocator string) {
 	if strings.Contains(driverLog, "allocator: counted") {
 		t.Error("the job ran")
 	}
-	if _, _, seen, _ := execs.counts(); seen != 0 {
+	if _, _, seen, _ := execs.Counts(); seen != 0 {
 		t.Errorf("%d executor pods were created", seen)
 	}
 	sets, err := env.Client.AppsV1().StatefulSets(ns).List(ctx, metav1.ListOptions{})

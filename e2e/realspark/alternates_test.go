@@ -45,7 +45,7 @@ func TestAlternateKeysSizeExecutors(t *testing.T) {
 			if pi := piValue(t, log(ns, "spark-pi", "spark")); math.Abs(pi-math.Pi) > 0.01 {
 				t.Errorf("Pi is roughly %v: more than 0.01 away from π", pi)
 			}
-			pods := execs.pods()
+			pods := execs.Pods()
 			if len(pods) == 0 {
 				t.Fatal("no executor pods")
 			}

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/sparklet/sparklet/test/sleepyjob"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -18,24 +19,24 @@ import (
 func TestDynamicAllocation(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: dynamicConf}
+			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: sleepyjob.DynamicConf(3)}
 			start := time.Now()
 			ns, execs, appID := job.run(t, d)
 
 			waitFor(t, ns, "more than one executor alive at once", 3*time.Minute, func() bool {
-				_, most, _, _ := execs.counts()
+				_, most, _, _ := execs.Counts()
 				return most > 1
 			})
 			scaledUp := time.Now()
 			var executor *corev1.Pod
 			waitFor(t, ns, "an executor running", 3*time.Minute, func() bool {
 				var ok bool
-				executor, ok = execs.runningExecutor()
+				executor, ok = execs.RunningExecutor()
 				return ok
 			})
 			checkEnforced(t, executor)
 			waitFor(t, ns, "the job's sum in the driver's log", 3*time.Minute, func() bool {
-				return sumLine.MatchString(log(ns, sleepyDriver, "spark"))
+				return sleepyjob.Summed(log(ns, sleepyDriver, "spark"))
 			})
 			jobDone := time.Now()
 			// The driver idles now: the idle timeout (5 s) and Spark's
@@ -44,8 +45,8 @@ func TestDynamicAllocation(t *testing.T) {
 			// SparkContext, which would delete the executors too.
 			idleEnded := false
 			waitFor(t, ns, "every executor deleted", time.Minute, func() bool {
-				alive, _, seen, deleted := execs.counts()
-				idleEnded = strings.Contains(log(ns, sleepyDriver, "spark"), "sleepy: done")
+				alive, _, seen, deleted := execs.Counts()
+				idleEnded = strings.Contains(log(ns, sleepyDriver, "spark"), sleepyjob.Done)
 				return alive == 0 && deleted == seen
 			})
 			scaledDown := time.Now()
@@ -58,16 +59,16 @@ func TestDynamicAllocation(t *testing.T) {
 				t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
 			}
 			job.checkSum(t, driverLog)
-			_, most, seen, deleted := execs.counts()
+			_, most, seen, deleted := execs.Counts()
 			if most > 3 {
 				t.Errorf("%d executors alive at once, over spark.dynamicAllocation.maxExecutors=3", most)
 			}
-			for _, p := range execs.pods() {
+			for _, p := range execs.Pods() {
 				if p.Labels[vocab.LabelManaged] != "true" {
 					t.Errorf("executor %s was not created through the sidecar: no %s label", p.Name, vocab.LabelManaged)
 				}
 			}
-			execs.checkNoDuplicates(t)
+			execs.CheckNoDuplicates(t)
 			waitClean(t, ns, appID, 30*time.Second)
 			t.Logf("Spark %s: %d executors, at most %d at once, %d deleted; apply→%d up %v, →job done %v, →all deleted %v",
 				d.Version, seen, most, deleted, most, scaledUp.Sub(start).Round(time.Millisecond),
@@ -75,21 +76,3 @@ func TestDynamicAllocation(t *testing.T) {
 		})
 	}
 }
-
-// dynamicConf turns on dynamic allocation with shuffle tracking, from no
-// executors up to three, and releases an executor after 5 idle seconds.
-// An executor that holds shuffle files waits for the shuffle timeout
-// instead of the idle timeout (ExecutorMonitor.updateTimeout, Spark
-// v3.5.0 core/src/main/scala/org/apache/spark/scheduler/dynalloc/
-// ExecutorMonitor.scala), infinite by default.
-const dynamicConf = `spark.dynamicAllocation.enabled true
-spark.dynamicAllocation.shuffleTracking.enabled true
-spark.executor.instances 0
-spark.dynamicAllocation.minExecutors 0
-spark.dynamicAllocation.maxExecutors 3
-spark.dynamicAllocation.executorIdleTimeout 5s
-spark.dynamicAllocation.shuffleTracking.timeout 5s
-spark.dynamicAllocation.schedulerBacklogTimeout 1s
-spark.executor.memory 512m
-spark.driver.memory 512m
-`

@@ -12,13 +12,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/sleepyjob"
 )
-
-// fixedConf asks for two executors, without dynamic allocation.
-const fixedConf = `spark.executor.instances 2
-spark.executor.memory 512m
-spark.driver.memory 512m
-`
 
 // TestDriverKilled kills the driver JVM with SIGKILL mid-job, so Spark's
 // own stop() never runs: the sidecar sees the Spark container end and
@@ -26,7 +21,7 @@ spark.driver.memory 512m
 func TestDriverKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			job := sleepy{tasks: 40, sleepMS: 1000, conf: fixedConf}
+			job := sleepy{tasks: 40, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
 
@@ -44,10 +39,10 @@ func TestDriverKilled(t *testing.T) {
 			if done.Status.Phase != corev1.PodFailed {
 				t.Errorf("driver pod %s after its JVM was killed, want Failed", done.Status.Phase)
 			}
-			if _, _, seen, _ := execs.counts(); seen != 2 {
+			if _, _, seen, _ := execs.Counts(); seen != 2 {
 				t.Errorf("%d executor pods, want 2", seen)
 			}
-			execs.checkNoDuplicates(t)
+			execs.CheckNoDuplicates(t)
 		})
 	}
 }
@@ -59,10 +54,10 @@ func TestDriverKilled(t *testing.T) {
 func TestSidecarKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			job := sleepy{tasks: 20, sleepMS: 1000, conf: fixedConf}
+			job := sleepy{tasks: 20, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitFor(t, ns, "an executor pod created", 3*time.Minute, func() bool {
-				_, _, seen, _ := execs.counts()
+				_, _, seen, _ := execs.Counts()
 				return seen > 0
 			})
 			// The image's /sparklet hands over to /sparklet-sidecar, whose
@@ -91,12 +86,12 @@ func TestSidecarKilled(t *testing.T) {
 			// v4.0.0) and asks for another under a new spark-exec-id, as it
 			// would after a real API server died mid-request. So one executor
 			// beyond the two asked for may run, never a duplicate.
-			_, most, seen, _ := execs.counts()
+			_, most, seen, _ := execs.Counts()
 			if most > 3 {
 				t.Errorf("%d executors alive at once, want at most 3 (2 and one whose create the kill interrupted)", most)
 			}
 			t.Logf("Spark %s: %d executor pods, at most %d alive at once", d.Version, seen, most)
-			execs.checkNoDuplicates(t)
+			execs.CheckNoDuplicates(t)
 		})
 	}
 }
@@ -107,7 +102,7 @@ func TestSidecarKilled(t *testing.T) {
 func TestAPIServerRestart(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
-			job := sleepy{tasks: 30, sleepMS: 1000, conf: fixedConf}
+			job := sleepy{tasks: 30, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -123,10 +118,10 @@ func TestAPIServerRestart(t *testing.T) {
 			}
 			job.checkSum(t, log(ns, sleepyDriver, "spark"))
 			waitClean(t, ns, appID, 30*time.Second)
-			if _, _, seen, _ := execs.counts(); seen != 2 {
+			if _, _, seen, _ := execs.Counts(); seen != 2 {
 				t.Errorf("%d executor pods, want 2", seen)
 			}
-			execs.checkNoDuplicates(t)
+			execs.CheckNoDuplicates(t)
 		})
 	}
 }

@@ -15,7 +15,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
-	"github.com/sparklet/sparklet/vocab"
+	"github.com/sparklet/sparklet/test/executors"
 )
 
 // namespace creates an opted-in namespace of the test's own, with the
@@ -149,37 +149,9 @@ func piValue(t *testing.T, logText string) float64 {
 	return v
 }
 
-// leftovers counts what the application left: executor pods, executor
-// ConfigMaps and PVCs labelled with its app id.
-func leftovers(ctx context.Context, ns, appID string) (pods, configMaps, pvcs int, err error) {
-	sel := metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID + "," + vocab.LabelRole + "!=driver"}
-	pl, err := env.Client.CoreV1().Pods(ns).List(ctx, sel)
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	cl, err := env.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	vl, err := env.Client.CoreV1().PersistentVolumeClaims(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-app-selector=" + appID})
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	return len(pl.Items), len(cl.Items), len(vl.Items), nil
-}
-
 // waitClean waits until nothing of the application is left and returns
 // when that was first seen.
 func waitClean(t *testing.T, ns, appID string, timeout time.Duration) time.Time {
 	t.Helper()
-	var p, c, v int
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		p, c, v, err = leftovers(ctx, ns, appID)
-		return err == nil && p+c+v == 0, nil
-	})
-	if err != nil {
-		t.Fatalf("application %s left %d executor pods, %d ConfigMaps, %d PVCs after %v", appID, p, c, v, timeout)
-	}
-	return time.Now()
+	return executors.WaitClean(t, env.Client, ns, appID, timeout)
 }

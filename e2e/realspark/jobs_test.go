@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -88,7 +89,7 @@ func TestSparkPiCronJob(t *testing.T) {
 // checkJobRun waits for the Job to complete and checks its one driver pod
 // and that pod's application: Succeeded, its SparkPi result, exactly two
 // executors of its own, nothing left behind. It returns the application id.
-func checkJobRun(t *testing.T, ns, job string, execs *execTracker) string {
+func checkJobRun(t *testing.T, ns, job string, execs *executors.Tracker) string {
 	t.Helper()
 	var last *batchv1.Job
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -121,7 +122,7 @@ func checkJobRun(t *testing.T, ns, job string, execs *execTracker) string {
 		t.Errorf("Job %s: Pi is roughly %v, more than 0.01 away from π", job, pi)
 	}
 	var own int
-	for _, p := range execs.pods() {
+	for _, p := range execs.Pods() {
 		if p.Labels[vocab.LabelAppID] != appID {
 			continue
 		}

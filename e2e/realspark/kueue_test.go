@@ -118,7 +118,7 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 	if admitted[pod.Name] != cq {
 		t.Errorf("driver's Workload admitted into %q, want %q (admitted: %v)", admitted[pod.Name], cq, admitted)
 	}
-	pods := execs.pods()
+	pods := execs.Pods()
 	if len(pods) != 2 {
 		t.Errorf("%d executor pods, want exactly 2", len(pods))
 	}
@@ -127,7 +127,7 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 		if p.Labels[schedulers.KueueQueueLabel] != "spark" || p.Labels[schedulers.KueueManagedLabel] != "true" {
 			t.Errorf("executor %s lacks Kueue's labels: %v", p.Name, p.Labels)
 		}
-		if execs.ranEver(p.Name) {
+		if execs.RanEver(p.Name) {
 			ran++
 			if admitted[p.Name] != cq {
 				t.Errorf("executor %s ran with its Workload admitted into %q, want %q", p.Name, admitted[p.Name], cq)
@@ -140,14 +140,6 @@ func kueueSparkPi(ctx context.Context, t *testing.T, kueue *schedulers.Kueue, d 
 	t.Logf("Spark %s under Kueue, room for %d executors: %d ran, each with its Workload admitted into %s; Pi computed", d.Version, room, ran, cq)
 	waitClean(t, ns, done.Labels[vocab.LabelAppID], 30*time.Second)
 	_ = env.Client.CoreV1().Pods(ns).Delete(ctx, pod.Name, metav1.DeleteOptions{})
-}
-
-// ranEver reports whether the executor was ever seen Running.
-func (tr *execTracker) ranEver(name string) bool {
-	tr.mu.Lock()
-	defer tr.mu.Unlock()
-	_, ok := tr.running[name]
-	return ok
 }
 
 // waitExecutors waits until running executors of namespace ns run and

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 
 	"github.com/sparklet/sparklet/hack/spark"
-	"github.com/sparklet/sparklet/vocab"
+	"github.com/sparklet/sparklet/test/sleepyjob"
 )
 
 // hostPathTemplate is an executor pod template that mounts a node
@@ -61,7 +61,7 @@ func executorRefused(t *testing.T, d spark.Dist, template, why string) {
 	ns := namespace(t)
 	execs := trackExecutors(t, ns)
 	job := sleepy{tasks: 2, sleepMS: 100, files: map[string]string{"executor-template.yaml": template},
-		conf: fixedConf + "spark.kubernetes.executor.podTemplateFile /opt/job/executor-template.yaml\n"}
+		conf: sleepyjob.FixedConf + "spark.kubernetes.executor.podTemplateFile /opt/job/executor-template.yaml\n"}
 	job.start(t, ns, d)
 	waitPod(t, ns, sleepyDriver, "ran its driver container", 3*time.Minute, containerRunning("spark"))
 
@@ -91,7 +91,7 @@ func executorRefused(t *testing.T, d spark.Dist, template, why string) {
 	if ev := events[0]; ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, why) || int(ev.Count) > refusals {
 		t.Errorf("event %s count %d %q, want a Warning that says %q and counts at most the %d refusals", ev.Type, ev.Count, ev.Message, why, refusals)
 	}
-	if _, _, seen, _ := execs.counts(); seen != 0 {
+	if _, _, seen, _ := execs.Counts(); seen != 0 {
 		t.Errorf("%d refused executor pods reached the API server", seen)
 	}
 	t.Logf("Spark %s: %d executors refused, one Event with count %d", d.Version, refusals, events[0].Count)
@@ -164,14 +164,4 @@ func checkEnforced(t *testing.T, p *corev1.Pod) {
 		}
 	}
 	t.Errorf("executor %s's process (pid %d) lacks %s", p.Name, pid, want)
-}
-
-// runningExecutor returns a running executor pod seen by the tracker.
-func (tr *execTracker) runningExecutor() (*corev1.Pod, bool) {
-	for _, p := range tr.pods() {
-		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && p.Labels[vocab.LabelRole] == "executor" {
-			return p, true
-		}
-	}
-	return nil, false
 }

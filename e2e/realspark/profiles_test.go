@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/executors"
+	"github.com/sparklet/sparklet/test/sleepyjob"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -37,7 +39,7 @@ func TestResourceProfiles(t *testing.T) {
 }
 
 func resourceProfiles(t *testing.T, d spark.Dist) {
-	pendingKey, pendingOf := "spark.kubernetes.allocation.maxPendingPods", allProfiles
+	pendingKey, pendingOf := "spark.kubernetes.allocation.maxPendingPods", executors.AllProfiles
 	limit, refusals := 2, true
 	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
 		pendingKey, pendingOf = "spark.kubernetes.allocation.maxPendingPodsPerRp", ""
@@ -52,7 +54,7 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 	if !strings.Contains(driverLog, "profiles: default sum 6, profile sum 6") {
 		t.Errorf("the jobs' sums are not both 6:\n%s", driverLogTail(ns, sleepyDriver))
 	}
-	if _, most, _, _ := execs.counts(); most > limit {
+	if _, most, _, _ := execs.Counts(); most > limit {
 		t.Errorf("%d executors alive at once, over the policy's limits.maxExecutors=%d", most, limit)
 	}
 	refusedAtLimit := strings.Contains(driverLog, fmt.Sprintf("the policy limit limits.maxExecutors=%d", limit))
@@ -64,7 +66,7 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 	}
 	sizes := map[string]string{"0": "896Mi 512m", "1": "1Gi 640m"}
 	byProfile := map[string]int{}
-	for _, p := range execs.pods() {
+	for _, p := range execs.Pods() {
 		rp := p.Labels[vocab.LabelResourceProfileID]
 		byProfile[rp]++
 		c := p.Spec.Containers[0]
@@ -82,9 +84,9 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 	if byProfile["0"] == 0 || byProfile["1"] == 0 {
 		t.Errorf("executors by resource profile %v, want some of profiles 0 and 1", byProfile)
 	}
-	pending := execs.mostPendingAtOnce()
+	pending := execs.MostPendingAtOnce()
 	for rp, n := range pending {
-		if (pendingOf == allProfiles) == (rp == allProfiles) && n > 1 {
+		if (pendingOf == executors.AllProfiles) == (rp == executors.AllProfiles) && n > 1 {
 			t.Errorf("%d executors of resource profile %q pending at once, over %s=1", n, rp, pendingKey)
 		}
 	}
@@ -92,7 +94,7 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 	waitFor(t, ns, "the executor over the limit refused in the driver's log", 3*time.Minute, func() bool {
 		return strings.Contains(log(ns, sleepyDriver, "spark"), "exceeds the policy limit limits.executor.maxMemory=1Gi")
 	})
-	for _, p := range execs.pods() {
+	for _, p := range execs.Pods() {
 		if rp := p.Labels[vocab.LabelResourceProfileID]; rp != "0" && rp != "1" {
 			t.Errorf("executor %s of resource profile %s reached the API server", p.Name, rp)
 		}
@@ -100,15 +102,15 @@ func resourceProfiles(t *testing.T, d spark.Dist) {
 	if strings.Contains(log(ns, sleepyDriver, "spark"), "profiles: the executor over the limit ran") {
 		t.Error("the task on the executor over the limit ran")
 	}
-	_, most, seen, _ := execs.counts()
+	_, most, seen, _ := execs.Counts()
 	t.Logf("Spark %s: %d executors by resource profile %v, at most %d alive at once; most pending at once %v (%s=1)",
 		d.Version, seen, byProfile, most, pending, pendingKey)
-	execs.checkNoDuplicates(t)
+	execs.CheckNoDuplicates(t)
 	deleteDriver(t, ns)
 	waitClean(t, ns, appID, 30*time.Second)
 }
 
 // profilesConf is dynamicConf with up to 2 executors per resource profile,
 // of 100m CPU.
-var profilesConf = strings.Replace(dynamicConf, "spark.dynamicAllocation.maxExecutors 3\n", "spark.dynamicAllocation.maxExecutors 2\n", 1) +
+var profilesConf = strings.Replace(sleepyjob.DynamicConf(3), "spark.dynamicAllocation.maxExecutors 3\n", "spark.dynamicAllocation.maxExecutors 2\n", 1) +
 	"spark.kubernetes.executor.request.cores 100m\n"

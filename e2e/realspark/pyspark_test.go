@@ -67,7 +67,7 @@ func TestPySpark(t *testing.T) {
 			}
 
 			var names []string
-			for _, p := range execs.pods() {
+			for _, p := range execs.Pods() {
 				names = append(names, p.Name)
 				if p.Labels[vocab.LabelAppID] != appID {
 					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[vocab.LabelAppID], appID)

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -67,11 +68,11 @@ func TestRecoveryModeExecutors(t *testing.T) {
 }
 
 // nextExecutor waits for a running executor that is not one of killed.
-func nextExecutor(t *testing.T, ns string, execs *execTracker, killed map[string]bool) *corev1.Pod {
+func nextExecutor(t *testing.T, ns string, execs *executors.Tracker, killed map[string]bool) *corev1.Pod {
 	t.Helper()
 	var next *corev1.Pod
 	waitFor(t, ns, "another executor running", 3*time.Minute, func() bool {
-		for _, p := range execs.pods() {
+		for _, p := range execs.Pods() {
 			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil && !killed[p.Name] {
 				next = p
 				return true

@@ -47,7 +47,7 @@ func TestSparkPi(t *testing.T) {
 			if registered < 2 {
 				t.Errorf("%d executors registered with the driver, want 2\n%s", registered, driverLogTail(ns, "spark-pi"))
 			}
-			pods := execs.pods()
+			pods := execs.Pods()
 			if len(pods) != 2 {
 				t.Errorf("%d executor pods, want exactly 2", len(pods))
 			}
@@ -59,7 +59,7 @@ func TestSparkPi(t *testing.T) {
 					t.Errorf("executor %s has app id %q, want %q", p.Name, p.Labels[vocab.LabelAppID], appID)
 				}
 			}
-			executorsUp, ok := execs.nthRunning(2)
+			executorsUp, ok := execs.NthRunning(2)
 			if !ok {
 				t.Errorf("never saw 2 executors Running")
 			}

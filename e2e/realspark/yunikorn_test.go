@@ -107,7 +107,7 @@ func TestYuniKornGang(t *testing.T) {
 	if n := watch.PlaceholdersSeen(app); n != 3 {
 		t.Errorf("%d placeholders, want 3: the driver's and two executors'", n)
 	}
-	pods := execs.pods()
+	pods := execs.Pods()
 	if len(pods) != 2 {
 		t.Errorf("%d executor pods, want 2", len(pods))
 	}
@@ -133,7 +133,7 @@ func TestYuniKornGang(t *testing.T) {
 			}
 		}
 	}
-	if _, ok := execs.nthRunning(2); !ok {
+	if _, ok := execs.NthRunning(2); !ok {
 		t.Error("never saw 2 executors Running")
 	}
 	events, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: "reason=ExecutorLargerThanGang"})

@@ -26,26 +26,9 @@ type Container struct {
 // Inspect finds the named running container of pod in the kubelet's
 // memory cgroups and reads its limit and its first process's identity.
 func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
-	var id string
-	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
-		if s.Name == container {
-			_, id, _ = strings.Cut(s.ContainerID, "://")
-		}
-	}
-	if id == "" {
-		return nil, fmt.Errorf("pod %s/%s has no running container %s", pod.Namespace, pod.Name, container)
-	}
-	var dir string
-	root := "/sys/fs/cgroup/memory" + cgroupRoot
-	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
-		if err == nil && d.IsDir() && d.Name() == id && strings.Contains(path, string(pod.UID)) {
-			dir = path
-			return filepath.SkipAll
-		}
-		return nil
-	})
-	if dir == "" {
-		return nil, fmt.Errorf("no memory cgroup of container %s (%s) under %s", container, id, root)
+	dir, err := cgroupDir(pod, container)
+	if err != nil {
+		return nil, err
 	}
 	c := &Container{}
 	limit, err := os.ReadFile(filepath.Join(dir, "memory.limit_in_bytes"))
@@ -55,15 +38,14 @@ func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
 	if c.MemoryLimit, err = strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64); err != nil {
 		return nil, err
 	}
-	procs, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	pids, err := cgroupProcs(dir)
 	if err != nil {
 		return nil, err
 	}
-	pids := strings.Fields(string(procs))
 	if len(pids) == 0 {
 		return nil, fmt.Errorf("container %s has no process", container)
 	}
-	status, err := os.ReadFile(filepath.Join("/proc", pids[0], "status"))
+	status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "status"))
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +61,7 @@ func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
 			c.CapEff = fields[0]
 		}
 	}
-	mounts, err := os.ReadFile(filepath.Join("/proc", pids[0], "mounts"))
+	mounts, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pids[0]), "mounts"))
 	if err != nil {
 		return nil, err
 	}
@@ -90,4 +72,58 @@ func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
 		}
 	}
 	return c, nil
+}
+
+// Processes returns the host pids of the processes of pod's named running
+// container, as its memory cgroup lists them: what a test signals to
+// kill a container's process as the kernel would (the OOM killer, a crash).
+func (n *Node) Processes(pod *corev1.Pod, container string) ([]int, error) {
+	dir, err := cgroupDir(pod, container)
+	if err != nil {
+		return nil, err
+	}
+	return cgroupProcs(dir)
+}
+
+// cgroupDir finds the memory cgroup of pod's named running container: the
+// kubelet names it by the pod's uid and the container's id.
+func cgroupDir(pod *corev1.Pod, container string) (string, error) {
+	var id string
+	for _, s := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if s.Name == container && s.State.Running != nil {
+			_, id, _ = strings.Cut(s.ContainerID, "://")
+		}
+	}
+	if id == "" {
+		return "", fmt.Errorf("pod %s/%s has no running container %s", pod.Namespace, pod.Name, container)
+	}
+	var dir string
+	root := "/sys/fs/cgroup/memory" + cgroupRoot
+	_ = filepath.WalkDir(root, func(path string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == id && strings.Contains(path, string(pod.UID)) {
+			dir = path
+			return filepath.SkipAll
+		}
+		return nil
+	})
+	if dir == "" {
+		return "", fmt.Errorf("no memory cgroup of container %s (%s) under %s", container, id, root)
+	}
+	return dir, nil
+}
+
+func cgroupProcs(dir string) ([]int, error) {
+	data, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(data)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s/cgroup.procs: %w", dir, err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
 }

@@ -113,8 +113,16 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Node, error)
 		}
 	}
 	n := &Node{opts: opts, cluster: c}
+	waitStart := time.Now()
 	if n.lock, err = takeLock(ctx); err != nil {
 		return nil, err
+	}
+	// Waiting for another run's node is not part of starting this one: ctx's
+	// deadline moves on by the wait.
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(time.Since(waitStart)))
+		defer cancel()
 	}
 	if err := removeLeftovers(); err != nil {
 		n.lock.Close()
@@ -211,8 +219,14 @@ func (n *Node) run(name string, args ...string) error {
 	return nil
 }
 
-// takeLock holds the machine's one real node until the file is closed.
+// lockWait is how long Start waits for another run's node to stop.
+const lockWait = time.Hour
+
+// takeLock holds the machine's one real node until the file is closed. It
+// waits up to lockWait, whatever ctx's deadline.
 func takeLock(ctx context.Context) (*os.File, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lockWait)
+	defer cancel()
 	f, err := os.OpenFile(lockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
@@ -240,17 +254,26 @@ func takeLock(ctx context.Context) (*os.File, error) {
 // error from cond: conditions report only what waiting cannot mend.
 func (n *Node) waitFor(ctx context.Context, what string, timeout time.Duration, cond wait.ConditionWithContextFunc) error {
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		for _, p := range n.procs {
-			select {
-			case <-p.done:
-				return false, fmt.Errorf("%s exited:\n%s", p.name, n.LogTail(p.name, 30))
-			default:
-			}
+		if err := n.Alive(); err != nil {
+			return false, err
 		}
 		return cond(ctx)
 	})
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// Alive reports which of the node's programs (containerd, the kubelet,
+// kube-proxy, CoreDNS) has exited, with its log's tail; nil while all run.
+func (n *Node) Alive() error {
+	for _, p := range n.procs {
+		select {
+		case <-p.done:
+			return fmt.Errorf("%s exited:\n%s", p.name, n.LogTail(p.name, 30))
+		default:
+		}
 	}
 	return nil
 }

@@ -1,8 +1,8 @@
-# A PySpark job for the failure and dynamic-allocation tests. Arguments:
-# TASKS SLEEP_MS IDLE_S. It runs TASKS tasks that each sleep SLEEP_MS in the
-# executor's JVM (SQL reflect: no Python worker on the executors), sums the
-# ids through a shuffle, prints the sum, then idles IDLE_S seconds with no
-# work before it stops.
+# A PySpark job for the failure and dynamic-allocation tests (package
+# sleepyjob). Arguments: TASKS SLEEP_MS IDLE_S. It runs TASKS tasks that each
+# sleep SLEEP_MS in the executor's JVM (SQL reflect: no Python worker on the
+# executors), sums the ids through a shuffle, prints the sum, then idles
+# IDLE_S seconds with no work before it stops.
 import sys
 import time
 
