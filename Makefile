@@ -145,8 +145,21 @@ imports:
 demo: build cluster-binaries spark-dists
 	@hack/demo.sh
 
+# The demo on the real node (docs/real-node.md): the chart installed with
+# helm as docs/install.md tells, the same drivers run as containers.
+.PHONY: demo-node
+demo-node: build cluster-binaries helm-binary node-binaries node-images
+	@hack/demo.sh --node
+
 bench: build cluster-binaries spark-dists
 	$(GO) run ./bench --bin $(BIN)
+
+# SparkPi from kubectl apply to Succeeded on the pod runner and on the real
+# node, side by side (bench/node.go, bench/results/node.md); apart from
+# make bench, which the node and its images would make heavier.
+.PHONY: bench-node
+bench-node: build cluster-binaries helm-binary node-binaries node-images
+	$(GO) run ./bench node --bin $(BIN)
 
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster

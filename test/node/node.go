@@ -82,7 +82,9 @@ type Node struct {
 	opts    Options
 	cluster *cluster.Cluster
 	lock    *os.File
-	procs   []proc
+	// lockWait is how long Start waited for another real node to stop.
+	lockWait time.Duration
+	procs    []proc
 }
 
 type proc struct {
@@ -113,9 +115,11 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Node, error)
 		}
 	}
 	n := &Node{opts: opts, cluster: c}
+	waiting := time.Now()
 	if n.lock, err = takeLock(ctx); err != nil {
 		return nil, err
 	}
+	n.lockWait = time.Since(waiting)
 	if err := removeLeftovers(); err != nil {
 		n.lock.Close()
 		return nil, err
@@ -155,6 +159,10 @@ func (n *Node) start(ctx context.Context) error {
 
 // Client is an admin clientset of the node's control plane.
 func (n *Node) Client() kubernetes.Interface { return n.cluster.Client() }
+
+// LockWait is how long Start waited for another real node on the machine
+// to stop before starting this one.
+func (n *Node) LockWait() time.Duration { return n.lockWait }
 
 // Dir is where the node keeps its files; logs are in Dir/logs.
 func (n *Node) Dir() string { return n.opts.Dir }
