@@ -142,14 +142,17 @@ lint:
 imports:
 	$(GCI) write $(GCI_ORDER) $(MODULE_GO)
 
-demo: build cluster-binaries spark-dists
+# The walkthrough of README.md's quickstart on the real node
+# (docs/real-node.md): the chart installed with helm as docs/install.md
+# tells, the example drivers run as containers.
+demo: build cluster-binaries helm-binary node-binaries node-images
 	@hack/demo.sh
 
-# The demo on the real node (docs/real-node.md): the chart installed with
-# helm as docs/install.md tells, the same drivers run as containers.
-.PHONY: demo-node
-demo-node: build cluster-binaries helm-binary node-binaries node-images
-	@hack/demo.sh --node
+# The same drivers on the pod runner (docs/pod-runner.md), the webhook run
+# as a local process: no node binaries or images to build.
+.PHONY: demo-pod-runner
+demo-pod-runner: build cluster-binaries spark-dists
+	@hack/demo.sh --pod-runner
 
 bench: build cluster-binaries spark-dists
 	$(GO) run ./bench --bin $(BIN)

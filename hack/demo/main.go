@@ -20,7 +20,7 @@ func main() {
 	bin := flag.String("bin", "bin", "sparklet, the control-plane binaries and spark/<version>")
 	dir := flag.String("dir", ".cache/demo", "state and logs")
 	emulated := flag.Bool("emulator", false, "kwok's fake nodes and the driver emulator instead of real JVMs; leaves the cluster running")
-	onNode := flag.Bool("node", false, "run on a real node (kubelet, containerd, kube-proxy, CoreDNS) with the chart installed by helm, instead of the pod runner")
+	onRunner := flag.Bool("pod-runner", false, "run the pods on the pod runner (local processes, the webhook as a local process) instead of the real node with the chart installed by helm")
 	keep := flag.Bool("keep", false, "keep the cluster and its node running until interrupted, to look around with kubectl")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -39,10 +39,10 @@ func main() {
 	switch {
 	case *emulated:
 		err = runEmulator(ctx, absBin, absDir)
-	case *onNode:
-		err = runNode(ctx, absBin, absDir, *keep)
+	case *onRunner:
+		err = runOnPodRunner(ctx, absBin, absDir, *keep)
 	default:
-		err = runReal(ctx, absBin, absDir, *keep)
+		err = runOnNode(ctx, absBin, absDir, *keep)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "\ndemo failed:", err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,15 +18,15 @@ import (
 // rules with executors small enough for a node of two cores.
 const nodePolicy = "examples/two-core-node-policy.yaml"
 
-// runNode is the demo on a real node: the kubelet, containerd, kube-proxy
+// runOnNode is the demo on a real node: the kubelet, containerd, kube-proxy
 // and CoreDNS of docs/real-node.md, the chart installed with helm as
 // docs/install.md tells, and the same drivers as on the pod runner, run as
 // containers of the apache/spark image built here. Everything stops when
 // it ends (with keep, on Ctrl-C).
-func runNode(ctx context.Context, bin, dir string, keep bool) error {
+func runOnNode(ctx context.Context, bin, dir string, keep bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the real node needs root: it runs containerd, runc and the kubelet in a network namespace of its own. " +
-			"Run make demo-node as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
+			"Run make demo as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
 	}
 	d, err := newestSpark(bin)
 	if err != nil {
@@ -52,14 +53,14 @@ func runNode(ctx context.Context, bin, dir string, keep bool) error {
 	kubectl(steps, env, "get", "nodes", "-o", "wide")
 
 	step("Installing the chart as docs/install.md tells a platform team (self-managed TLS), its policy %s", nodePolicy)
-	if err := env.InstallChart(steps, nodeenv.Install{Chart: "charts/sparklet", PolicyFile: nodePolicy, Namespaces: []string{ns}}, showCommand); err != nil {
+	if err := env.InstallChart(steps, nodeenv.Install{Chart: "charts/sparklet", PolicyFile: nodePolicy, Namespaces: []string{ns}}, showHelm); err != nil {
 		return err
 	}
 	kubectl(steps, env, "get", "pods", "-n", nodeenv.ReleaseNamespace, "-o", "wide")
 	say("the webhook's pods are containers of the image make image built, as the chart runs them:")
 	say("user 65532, read-only root filesystem, every capability dropped, a memory limit")
 	out, err := env.Helm(steps, "test", nodeenv.Release, "--namespace", nodeenv.ReleaseNamespace)
-	showCommand("helm test "+nodeenv.Release+" --namespace "+nodeenv.ReleaseNamespace, out)
+	showHelm("helm test "+nodeenv.Release+" --namespace "+nodeenv.ReleaseNamespace, out)
 	if err != nil {
 		return err
 	}
@@ -95,7 +96,7 @@ func stopNode(env *nodeenv.Env, dir string, keep bool, began time.Time) {
 		(time.Since(began) - env.NodeWait).Round(time.Second), env.NodeWait.Round(time.Second))
 	say("logs: %s (node/logs/ for the kubelet, containerd, kube-proxy and CoreDNS; node/pod-logs/; cluster/logs/)", dir)
 	if !keep {
-		say("hack/demo.sh --node --keep leaves everything running until Ctrl-C, to look around with kubectl")
+		say("hack/demo.sh --keep leaves everything running until Ctrl-C, to look around with kubectl")
 	}
 }
 
@@ -107,4 +108,13 @@ func serverVersion(env *nodeenv.Env) string {
 		return "?"
 	}
 	return v.GitVersion
+}
+
+// showHelm is showCommand with the chart's NOTES, which helm prints after
+// every install and test, cut to a line that says where they are.
+func showHelm(command, output string) {
+	if before, notes, ok := strings.Cut(output, "\nNOTES:\n"); ok {
+		output = fmt.Sprintf("%s\nNOTES: %d lines (helm get notes %s -n %s)\n", before, strings.Count(notes, "\n"), nodeenv.Release, nodeenv.ReleaseNamespace)
+	}
+	showCommand(command, output)
 }

@@ -13,14 +13,14 @@ import (
 	testenv "github.com/sparklet/sparklet/test/env"
 )
 
-// runReal is the demo on the pod runner: the example driver pod and Job
-// run on the newest pinned Spark, as local processes of the pod runner.
-// Everything stops when it ends (with keep, on Ctrl-C): the runner lives
-// in this process.
-func runReal(ctx context.Context, bin, dir string, keep bool) error {
+// runOnPodRunner is the demo on the pod runner (make demo-pod-runner): the
+// example driver pod and Job run on the newest pinned Spark, as local
+// processes of the pod runner. Everything stops when it ends (with keep,
+// on Ctrl-C): the runner lives in this process.
+func runOnPodRunner(ctx context.Context, bin, dir string, keep bool) error {
 	if os.Geteuid() != 0 {
 		return errors.New("the pod runner needs root: it gives each pod a network namespace of its own on a bridge it creates. " +
-			"Run make demo as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
+			"Run make demo-pod-runner as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
 	}
 	d, err := newestSpark(bin)
 	if err != nil {
@@ -83,7 +83,7 @@ func stopAll(env *testenv.Env, dir string, keep bool) {
 	}
 	say("logs: %s (pods/logs/<namespace>_<pod>_<uid>/<container>.log, podrunner.log, webhook.log, cluster/logs/)", dir)
 	if !keep {
-		say("hack/demo.sh --keep leaves everything running until Ctrl-C, to look around with kubectl")
+		say("hack/demo.sh --pod-runner --keep leaves everything running until Ctrl-C, to look around with kubectl")
 	}
 }
 
