@@ -105,6 +105,7 @@ func nodeMain(args []string) error {
 	installed := time.Since(installStart)
 
 	sides := []*nodeSide{{name: "pod runner", kube: env, pods: env.Client}, {name: "real node", kube: nenv, pods: nenv.Client}}
+	loadBefore := loadAverage()
 	for i := range *iterations {
 		order := slices.Clone(sides)
 		if i%2 == 1 {
@@ -119,8 +120,9 @@ func nodeMain(args []string) error {
 			s.times = append(s.times, took)
 		}
 	}
+	loads := [2]string{loadBefore, loadAverage()}
 	r := &report{}
-	nodeReport(r, d, sides, runnerUp, nenv, installed, serverVersion(env))
+	nodeReport(r, d, sides, loads, runnerUp, nenv, installed, serverVersion(env))
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return err
 	}
@@ -153,7 +155,7 @@ func sparkPiOnce(ctx context.Context, s *nodeSide, manifest []byte, name string)
 	return time.Since(start), nil
 }
 
-func nodeReport(r *report, d spark.Dist, sides []*nodeSide, runnerUp time.Duration, nenv *nodeenv.Env, installed time.Duration, k8s string) {
+func nodeReport(r *report, d spark.Dist, sides []*nodeSide, loads [2]string, runnerUp time.Duration, nenv *nodeenv.Env, installed time.Duration, k8s string) {
 	r.line("# SparkPi on the pod runner and on the real node")
 	r.line("")
 	r.line("%s; %d CPUs (%s/%s), %s; Kubernetes %s; sparklet %s. Reproduce: `make bench-node` (options: `go run ./bench node -h`).",
@@ -170,8 +172,19 @@ func nodeReport(r *report, d spark.Dist, sides []*nodeSide, runnerUp time.Durati
 	runner, node := median(sides[0].times), median(sides[1].times)
 	rows = append(rows, fmt.Sprintf("| **median** | **%s** | **%s** | **%.2f×** |", runner.Round(100*time.Millisecond), node.Round(100*time.Millisecond), node.Seconds()/runner.Seconds()))
 	r.table("| run | pod runner | real node | real node / pod runner |", rows)
+	r.line("The machine's load average (1 minute) was %s before the first run and %s after the last. All of the real node's pods sit under one cgroup (`/sparklet-node`, cpu.shares 1024), which the kernel weighs against each of the machine's other processes as if it were one process: under other work the node's pods together get about one process's share of the CPU, while the pod runner's processes compete one by one. On a machine that runs nothing else, as a cluster's node does, that difference goes.", loads[0], loads[1])
+	r.line("")
 	r.line("Set-up in this run: the pod runner's control plane, webhook and namespace %s; the real node's control plane %s, the node Ready with cluster DNS %s later (importing the pause, kubectl, sparklet and Spark %s images), the chart installed and rolled out in %s.",
 		runnerUp.Round(100*time.Millisecond), nenv.ControlPlaneUp.Round(100*time.Millisecond), nenv.NodeUp.Round(100*time.Millisecond), d.Version, installed.Round(100*time.Millisecond))
+}
+
+// loadAverage is the 1-minute load average from /proc/loadavg.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "?"
 }
 
 // median of durations; the upper middle one of an even count.
