@@ -33,15 +33,17 @@ func runOnNode(ctx context.Context, bin, dir string, keep bool) error {
 		return err
 	}
 	began := time.Now()
-	steps, cancel := context.WithTimeout(ctx, 15*time.Minute)
-	defer cancel()
 
 	step("Starting a local control plane (etcd, kube-apiserver, kube-scheduler, kube-controller-manager) and a real node")
 	say("(one real node runs on a machine at a time; if another holds %s, this waits for it)", "/run/sparklet-node.lock")
-	env, err := nodeenv.Start(steps, nodeenv.Options{BinDir: bin, Dir: dir, SparkVersions: []string{d.Version}})
+	// No deadline: the wait for another node's lock may be long; the
+	// start's own waits time out.
+	env, err := nodeenv.Start(ctx, nodeenv.Options{BinDir: bin, Dir: dir, SparkVersions: []string{d.Version}})
 	if err != nil {
 		return err
 	}
+	steps, cancel := context.WithTimeout(ctx, 12*time.Minute)
+	defer cancel()
 	defer stopNode(env, dir, keep, began)
 	if env.NodeWait > time.Second {
 		say("waited %s for another real node to stop", env.NodeWait.Round(time.Second))
