@@ -132,7 +132,11 @@ func nodeMain(args []string) error {
 // sparkPiOnce applies manifest under name and waits for the pod to
 // succeed, returning the time from kubectl apply.
 func sparkPiOnce(ctx context.Context, s *nodeSide, manifest []byte, name string) (time.Duration, error) {
-	pod := strings.Replace(string(manifest), "\n  name: spark-pi\n", "\n  name: "+name+"\n", 1)
+	const named = "\n  name: spark-pi\n"
+	if !strings.Contains(string(manifest), named) {
+		return 0, fmt.Errorf("examples/spark-pi-pod.yaml no longer names its pod spark-pi (%q): each run needs a name of its own", strings.TrimSpace(named))
+	}
+	pod := strings.Replace(string(manifest), named, "\n  name: "+name+"\n", 1)
 	start := time.Now()
 	if _, stderr, err := s.kube.Kubectl(ctx, []byte(pod), "apply", "-n", nodeBenchNS, "-f", "-"); err != nil {
 		return 0, fmt.Errorf("kubectl apply: %w: %s", err, stderr)

@@ -236,6 +236,15 @@ func credentialsSecret(ctx context.Context, client kubernetes.Interface) error {
 	return nil
 }
 
+// newestSparkAsRoot is newestSpark for a demo that needs root: without it,
+// the error says why and which make target to run as root.
+func newestSparkAsRoot(bin, why, target string) (spark.Dist, error) {
+	if os.Geteuid() != 0 {
+		return spark.Dist{}, fmt.Errorf("%s. Run make %s as root, or `go run ./hack/demo --emulator` for the demo without JVMs", why, target)
+	}
+	return newestSpark(bin)
+}
+
 // newestSpark is the newest pinned distribution, which must be installed.
 func newestSpark(bin string) (spark.Dist, error) {
 	dists, err := spark.Pinned()

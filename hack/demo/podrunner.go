@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"net"
 	"os"
 	"path/filepath"
@@ -18,11 +17,7 @@ import (
 // processes of the pod runner. Everything stops when it ends (with keep,
 // on Ctrl-C): the runner lives in this process.
 func runOnPodRunner(ctx context.Context, bin, dir string, keep bool) error {
-	if os.Geteuid() != 0 {
-		return errors.New("the pod runner needs root: it gives each pod a network namespace of its own on a bridge it creates. " +
-			"Run make demo-pod-runner as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
-	}
-	d, err := newestSpark(bin)
+	d, err := newestSparkAsRoot(bin, "the pod runner needs root: it gives each pod a network namespace of its own on a bridge it creates", "demo-pod-runner")
 	if err != nil {
 		return err
 	}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -24,11 +22,7 @@ const nodePolicy = "examples/two-core-node-policy.yaml"
 // containers of the apache/spark image built here. Everything stops when
 // it ends (with keep, on Ctrl-C).
 func runOnNode(ctx context.Context, bin, dir string, keep bool) error {
-	if os.Geteuid() != 0 {
-		return errors.New("the real node needs root: it runs containerd, runc and the kubelet in a network namespace of its own. " +
-			"Run make demo as root, or `go run ./hack/demo --emulator` for the demo without JVMs")
-	}
-	d, err := newestSpark(bin)
+	d, err := newestSparkAsRoot(bin, "the real node needs root: it runs containerd, runc and the kubelet in a network namespace of its own", "demo")
 	if err != nil {
 		return err
 	}
