@@ -142,11 +142,27 @@ lint:
 imports:
 	$(GCI) write $(GCI_ORDER) $(MODULE_GO)
 
-demo: build cluster-binaries spark-dists
+# The walkthrough of README.md's quickstart on the real node
+# (docs/real-node.md): the chart installed with helm as docs/install.md
+# tells, the example drivers run as containers.
+demo: build cluster-binaries helm-binary node-binaries node-images
 	@hack/demo.sh
+
+# The same drivers on the pod runner (docs/pod-runner.md), the webhook run
+# as a local process: no node binaries or images to build.
+.PHONY: demo-pod-runner
+demo-pod-runner: build cluster-binaries spark-dists
+	@hack/demo.sh --pod-runner
 
 bench: build cluster-binaries spark-dists
 	$(GO) run ./bench --bin $(BIN)
+
+# SparkPi from kubectl apply to Succeeded on the pod runner and on the real
+# node, side by side (bench/node.go, bench/results/node.md); apart from
+# make bench, which the node and its images would make heavier.
+.PHONY: bench-node
+bench-node: build cluster-binaries helm-binary node-binaries node-images
+	$(GO) run ./bench node --bin $(BIN)
 
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster

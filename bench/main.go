@@ -90,6 +90,13 @@ func (o options) runs(section string) bool {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == nodeCommand {
+		if err := nodeMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench node:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == nullWebhookCommand {
 		if err := nullWebhookMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench null-webhook:", err)

@@ -6,21 +6,18 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-
-	testenv "github.com/sparklet/sparklet/test/env"
 )
 
 // sparkletCheck runs `sparklet check` against the demo's control plane and
-// prints its answer as kubectl's are printed. The demo's webhook reads
-// examples/policy.yaml, not the chart's ConfigMap, so --policy names it.
-func sparkletCheck(ctx context.Context, env *testenv.Env, bin string, args ...string) {
-	fmt.Printf("    $ sparklet check %s --policy examples/policy.yaml\n", strings.Join(args, " "))
-	full := append(append([]string{"check"}, args...), "--policy", "examples/policy.yaml", "--kubeconfig", env.Cluster.Kubeconfig())
+// prints its answer as kubectl's are printed. The pod runner's webhook
+// reads examples/policy.yaml, not a ConfigMap, so there --policy names it;
+// on the real node check reads the installed chart's policy.
+func sparkletCheck(ctx context.Context, s *stage, bin string, args ...string) {
+	args = append(args, s.checkArgs...)
+	full := append(append([]string{"check"}, args...), "--kubeconfig", s.kubeconfig)
 	out, err := exec.CommandContext(ctx, filepath.Join(bin, "sparklet"), full...).CombinedOutput()
-	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		fmt.Printf("      %s\n", line)
-	}
 	if err != nil {
-		fmt.Printf("      (sparklet check: %v)\n", err)
+		out = append(out, fmt.Sprintf("(sparklet check: %v)", err)...)
 	}
+	showCommand("sparklet check "+strings.Join(args, " "), string(out))
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 
 	"github.com/sparklet/sparklet/test/cluster"
-	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/podrunner"
 )
 
@@ -21,7 +20,8 @@ func main() {
 	bin := flag.String("bin", "bin", "sparklet, the control-plane binaries and spark/<version>")
 	dir := flag.String("dir", ".cache/demo", "state and logs")
 	emulated := flag.Bool("emulator", false, "kwok's fake nodes and the driver emulator instead of real JVMs; leaves the cluster running")
-	keep := flag.Bool("keep", false, "keep the cluster and the pod runner running until interrupted, to look around with kubectl")
+	onRunner := flag.Bool("pod-runner", false, "run the pods on the pod runner (local processes, the webhook as a local process) instead of the real node with the chart installed by helm")
+	keep := flag.Bool("keep", false, "keep the cluster and its node running until interrupted, to look around with kubectl")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -36,10 +36,13 @@ func main() {
 		os.Exit(1)
 	}
 	var err error
-	if *emulated {
+	switch {
+	case *emulated:
 		err = runEmulator(ctx, absBin, absDir)
-	} else {
-		err = runReal(ctx, absBin, absDir, *keep)
+	case *onRunner:
+		err = runOnPodRunner(ctx, absBin, absDir, *keep)
+	default:
+		err = runOnNode(ctx, absBin, absDir, *keep)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "\ndemo failed:", err)
@@ -51,16 +54,27 @@ func main() {
 func step(format string, args ...any) { fmt.Printf("\n\033[1m==> "+format+"\033[0m\n", args...) }
 func say(format string, args ...any)  { fmt.Printf("    "+format+"\n", args...) }
 
+// kubectlRunner is a cluster kubectl runs against: test/env's or
+// test/nodeenv's.
+type kubectlRunner interface {
+	Kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr string, err error)
+}
+
 // kubectl runs kubectl as a user would and shows the command and its output.
-func kubectl(ctx context.Context, env *testenv.Env, args ...string) {
-	kubectlIn(ctx, env, nil, "", args...)
+func kubectl(ctx context.Context, k kubectlRunner, args ...string) {
+	kubectlIn(ctx, k, nil, "", args...)
 }
 
 // kubectlIn is kubectl with stdin; shown names what stdin holds.
-func kubectlIn(ctx context.Context, env *testenv.Env, stdin []byte, shown string, args ...string) {
-	fmt.Printf("    $ kubectl %s%s\n", strings.Join(args, " "), shown)
-	out, errOut, _ := env.Kubectl(ctx, stdin, args...)
-	for _, line := range strings.Split(strings.TrimRight(out+errOut, "\n"), "\n") {
+func kubectlIn(ctx context.Context, k kubectlRunner, stdin []byte, shown string, args ...string) {
+	out, errOut, _ := k.Kubectl(ctx, stdin, args...)
+	showCommand("kubectl "+strings.Join(args, " ")+shown, out+errOut)
+}
+
+// showCommand shows a command as a user types it, and its output.
+func showCommand(command, output string) {
+	fmt.Printf("    $ %s\n", command)
+	for _, line := range strings.Split(strings.TrimRight(output, "\n"), "\n") {
 		fmt.Printf("      %s\n", line)
 	}
 }

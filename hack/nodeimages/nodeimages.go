@@ -2,7 +2,9 @@ package nodeimages
 
 import (
 	_ "embed"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -29,4 +31,25 @@ func Tarballs(binDir string) ([]string, error) {
 		return nil, fmt.Errorf("no image tarballs in %s: run make node-images", filepath.Join(binDir, "images"))
 	}
 	return tarballs, nil
+}
+
+// Select is what a node that runs sparklet's chart and the given Spark
+// versions imports: the pause, kubectl (helm test) and sparklet tarballs
+// and spark-<version>.tar for each version. Importing only these, not
+// every pinned Spark, brings the node up sooner.
+func Select(binDir string, sparkVersions ...string) ([]string, error) {
+	names := []string{"pause.tar", "kubectl.tar", "sparklet.tar"}
+	for _, v := range sparkVersions {
+		names = append(names, "spark-"+v+".tar")
+	}
+	var tarballs []string
+	var errs []error
+	for _, name := range names {
+		path := filepath.Join(binDir, "images", name)
+		if _, err := os.Stat(path); err != nil {
+			errs = append(errs, fmt.Errorf("image tarball %s missing: run make node-images", path))
+		}
+		tarballs = append(tarballs, path)
+	}
+	return tarballs, errors.Join(errs...)
 }

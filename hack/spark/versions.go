@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,6 +70,18 @@ func (d Dist) Home(binDir string) string { return filepath.Join(binDir, "spark",
 // official image.
 func (d Dist) ExamplesJar() string {
 	return "examples/jars/spark-examples_" + d.Scala + "-" + d.Version + ".jar"
+}
+
+var (
+	imageRef    = regexp.MustCompile(`apache/spark:[0-9.]+`)
+	examplesJar = regexp.MustCompile(`spark-examples_[0-9.]+-[0-9.]+\.jar`)
+)
+
+// Retarget is manifest with the apache/spark images and examples jars it
+// names replaced by d's: an example written for one Spark run on this pin.
+func (d Dist) Retarget(manifest []byte) []byte {
+	text := imageRef.ReplaceAllString(string(manifest), "apache/spark:"+d.Version)
+	return []byte(examplesJar.ReplaceAllString(text, "spark-examples_"+d.Scala+"-"+d.Version+".jar"))
 }
 
 // Installed reports an error unless install.sh installed this pin under

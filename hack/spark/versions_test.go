@@ -73,3 +73,12 @@ func TestInstalled(t *testing.T) {
 		}
 	}
 }
+
+func TestRetarget(t *testing.T) {
+	d := Dist{Version: "4.3.0", Scala: "2.13"}
+	in := "image: apache/spark:3.5.4\nargs: [local:///opt/spark/examples/jars/spark-examples_2.12-3.5.4.jar, \"100\"]\n"
+	want := "image: apache/spark:4.3.0\nargs: [local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar, \"100\"]\n"
+	if got := string(d.Retarget([]byte(in))); got != want {
+		t.Errorf("Retarget:\n%s\nwant\n%s", got, want)
+	}
+}

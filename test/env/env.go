@@ -1,7 +1,6 @@
 package env
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -320,14 +319,7 @@ func (e *Env) Stop() {
 
 // Kubectl runs kubectl against the cluster and returns stdout and stderr.
 func (e *Env) Kubectl(ctx context.Context, stdin []byte, args ...string) (stdout, stderr string, err error) {
-	cmd := exec.CommandContext(ctx, "kubectl", append([]string{"--kubeconfig", e.Cluster.Kubeconfig()}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if stdin != nil {
-		cmd.Stdin = bytes.NewReader(stdin)
-	}
-	err = cmd.Run()
-	return out.String(), errb.String(), err
+	return e.Cluster.Kubectl(ctx, stdin, args...)
 }
 
 // driverRBAC grants the driver service account what the chart's driver

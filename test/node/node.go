@@ -82,7 +82,9 @@ type Node struct {
 	opts    Options
 	cluster *cluster.Cluster
 	lock    *os.File
-	procs   []proc
+	// lockWait is how long Start waited for another real node to stop.
+	lockWait time.Duration
+	procs    []proc
 }
 
 type proc struct {
@@ -117,11 +119,12 @@ func Start(ctx context.Context, c *cluster.Cluster, opts Options) (*Node, error)
 	if n.lock, err = takeLock(ctx); err != nil {
 		return nil, err
 	}
+	n.lockWait = time.Since(waitStart)
 	// Waiting for another run's node is not part of starting this one: ctx's
 	// deadline moves on by the wait.
 	if deadline, ok := ctx.Deadline(); ok {
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(time.Since(waitStart)))
+		ctx, cancel = context.WithDeadline(context.WithoutCancel(ctx), deadline.Add(n.lockWait))
 		defer cancel()
 	}
 	if err := removeLeftovers(); err != nil {
@@ -163,6 +166,10 @@ func (n *Node) start(ctx context.Context) error {
 
 // Client is an admin clientset of the node's control plane.
 func (n *Node) Client() kubernetes.Interface { return n.cluster.Client() }
+
+// LockWait is how long Start waited for another real node on the machine
+// to stop before starting this one.
+func (n *Node) LockWait() time.Duration { return n.lockWait }
 
 // Dir is where the node keeps its files; logs are in Dir/logs.
 func (n *Node) Dir() string { return n.opts.Dir }
