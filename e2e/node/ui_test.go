@@ -82,6 +82,7 @@ spec:
 
 	letGo()
 	waitPodPhase(ctx, t, ns, name, corev1.PodSucceeded)
+	t.Logf("the held driver: kubectl apply to Succeeded in %s", time.Since(start).Round(100*time.Millisecond))
 	waitExecutorsGone(ctx, t, ns, appID)
 }
 

@@ -59,6 +59,7 @@ func upgradePolicy(ctx context.Context, t *testing.T, release, releaseNS, ns, fi
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values", "-f", values)
 	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=4m")
 
@@ -87,4 +88,5 @@ spec:
 	if err != nil {
 		t.Fatalf("after helm upgrade, a driver fetching outside %s: %s; want the webhook's refusal naming fetch.allowedURLPrefixes", filesPrefix, out)
 	}
+	t.Logf("helm upgrade of the policy to its refusals in force: %s", time.Since(start).Round(100*time.Millisecond))
 }
