@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/node"
@@ -25,24 +24,15 @@ import (
 func sparkPiCronJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	var cj batchv1.CronJob
-	if err := yaml.UnmarshalStrict(fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"), &cj); err != nil {
-		t.Fatal(err)
-	}
-	suspend := true
-	cj.Spec.Suspend = &suspend
-	manifest, err := yaml.Marshal(&cj)
-	if err != nil {
-		t.Fatal(err)
-	}
+	manifest, cronJob := fixtures.Suspended(t, fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"))
 	const run = "spark-pi-now"
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(string(manifest)))
 	t.Cleanup(func() {
-		_ = cp.Client().BatchV1().CronJobs(ns).Delete(context.Background(), cj.Name, metav1.DeleteOptions{})
+		_ = cp.Client().BatchV1().CronJobs(ns).Delete(context.Background(), cronJob, metav1.DeleteOptions{})
 		_ = cp.Client().BatchV1().Jobs(ns).Delete(context.Background(), run, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	})
-	kubectl(ctx, t, "-n", ns, "create", "job", run, "--from=cronjob/"+cj.Name)
+	kubectl(ctx, t, "-n", ns, "create", "job", run, "--from=cronjob/"+cronJob)
 	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/"+run, "--timeout=4m")
 	t.Logf("SparkPi CronJob run on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
 
