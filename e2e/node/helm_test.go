@@ -89,6 +89,7 @@ spec:
 	t.Run("KillSidecar", func(t *testing.T) { sidecarKilled(ctx, t, jobs) })
 	t.Run("RestartAPIServer", func(t *testing.T) { apiServerRestarted(ctx, t, jobs, releaseNS) })
 	t.Run("PodSecurityRestricted", func(t *testing.T) { restrictedDriver(ctx, t, jobs) })
+	t.Run("Workloads", func(t *testing.T) { workloads(ctx, t, release, releaseNS) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {

@@ -77,6 +77,30 @@ func podLogs(ctx context.Context, t *testing.T, ns, name, container string) stri
 	return string(data)
 }
 
+// waitLog waits until the container's log, read through the kubelet,
+// holds want, failing at once if the pod ends without it.
+func waitLog(ctx context.Context, t *testing.T, ns, name, container, want string) {
+	t.Helper()
+	var last []byte
+	err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		data, err := cp.Client().CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: container}).DoRaw(ctx)
+		if err != nil {
+			return false, nil
+		}
+		last = data
+		if strings.Contains(string(data), want) {
+			return true, nil
+		}
+		if p, err := cp.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{}); err == nil && (p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded) {
+			return false, fmt.Errorf("the pod is %s", p.Status.Phase)
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("the log of %s/%s %s never showed %q: %v\n%s", ns, name, container, want, err, tail(string(last), 40))
+	}
+}
+
 // sparkletImage is the reference make image tags sparklet's image with.
 func sparkletImage(t *testing.T) string {
 	t.Helper()

@@ -16,6 +16,7 @@ import (
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/executors"
+	"github.com/sparklet/sparklet/test/fixtures"
 )
 
 // namespace creates an opted-in namespace of the test's own, with the
@@ -39,13 +40,7 @@ func namespace(t *testing.T) string {
 // dist in place of the ones it names.
 func example(t *testing.T, file string, d spark.Dist) []byte {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/" + file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := regexp.MustCompile(`apache/spark:[0-9.]+`).ReplaceAllString(string(data), "apache/spark:"+d.Version)
-	text = regexp.MustCompile(`spark-examples_[0-9.]+-[0-9.]+\.jar`).ReplaceAllString(text, "spark-examples_"+d.Scala+"-"+d.Version+".jar")
-	return []byte(text)
+	return fixtures.ExampleFor(t, "../../examples/"+file, d.Version, d.Scala)
 }
 
 // kubectl runs kubectl against the cluster and fails the test on error.

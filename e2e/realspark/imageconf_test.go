@@ -134,7 +134,7 @@ spark.stop()
 // image's spark-defaults.conf.
 func TestImageConf(t *testing.T) {
 	sum := sha256.Sum256([]byte(imageConfScript))
-	url := files.serve("py/imageconf.py", []byte(imageConfScript))
+	url := files.Serve("py/imageconf.py", []byte(imageConfScript))
 	for _, d := range dists {
 		if d.Version != "3.5.9" && d.Version != "4.3.0" {
 			continue

@@ -10,10 +10,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/test/executors"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -53,23 +53,14 @@ func TestSparkPiJob(t *testing.T) {
 func TestSparkPiCronJob(t *testing.T) {
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {
-			var cj batchv1.CronJob
-			if err := yaml.UnmarshalStrict(example(t, "spark-pi-cronjob.yaml", d), &cj); err != nil {
-				t.Fatal(err)
-			}
-			suspend := true
-			cj.Spec.Suspend = &suspend
-			manifest, err := yaml.Marshal(&cj)
-			if err != nil {
-				t.Fatal(err)
-			}
+			manifest, cronJob := fixtures.Suspended(t, example(t, "spark-pi-cronjob.yaml", d))
 			ns := namespace(t)
 			execs := trackExecutors(t, ns)
 			start := time.Now()
 			kubectl(t, manifest, "apply", "-n", ns, "-f", "-")
 			runs := []string{"spark-pi-run-1", "spark-pi-run-2"}
 			for _, run := range runs {
-				kubectl(t, nil, "create", "job", run, "--from=cronjob/"+cj.Name, "-n", ns)
+				kubectl(t, nil, "create", "job", run, "--from=cronjob/"+cronJob, "-n", ns)
 			}
 
 			ids := map[string]string{}

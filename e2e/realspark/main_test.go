@@ -9,12 +9,13 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/fileserver"
 )
 
 var (
 	env   *testenv.Env
 	dists []spark.Dist
-	files *fileServer
+	files *fileserver.Server
 )
 
 func TestMain(m *testing.M) {
@@ -54,7 +55,7 @@ func TestMain(m *testing.M) {
 		return err
 	})
 	if files != nil {
-		files.close()
+		files.Close()
 	}
 	os.RemoveAll(policyDir)
 	os.Exit(code)

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"os"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/test/sparklog"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -38,7 +37,7 @@ func TestPySpark(t *testing.T) {
 			if !strings.Contains(manifest, hex.EncodeToString(sum[:])) {
 				t.Fatalf("examples/pyspark-pod.yaml does not pin the sha256 of examples/groupcount.py, %x", sum)
 			}
-			url := files.serve("py/groupcount.py", script)
+			url := files.Serve("py/groupcount.py", script)
 			if !strings.Contains(manifest, exampleRepo+"py/groupcount.py") {
 				t.Fatalf("examples/pyspark-pod.yaml does not fetch %spy/groupcount.py", exampleRepo)
 			}
@@ -60,7 +59,7 @@ func TestPySpark(t *testing.T) {
 			}
 			driverLog := log(ns, "groupcount", "spark")
 
-			for _, line := range groupCounts(1000, 5) {
+			for _, line := range sparklog.GroupCounts(1000, 5) {
 				if !strings.Contains(driverLog, line+"\n") {
 					t.Errorf("the driver did not print %q\n%s", line, driverLogTail(ns, "groupcount"))
 				}
@@ -76,13 +75,16 @@ func TestPySpark(t *testing.T) {
 			if len(names) != 2 {
 				t.Errorf("executor pods %v, want 2", names)
 			}
-			workers := pythonWorkerPods(t, driverLog)
+			workers, ok := sparklog.PythonWorkerPods(driverLog)
+			if !ok {
+				t.Fatalf("no %q line in the driver's log", "Python workers ran in:")
+			}
 			for _, w := range workers {
 				if !slices.Contains(names, w) {
 					t.Errorf("the Python function ran in %q, not in an executor pod %v", w, names)
 				}
 			}
-			if onExecutors := tasksOnExecutors(driverLog); len(onExecutors) == 0 {
+			if onExecutors := sparklog.TasksOnExecutors(driverLog); len(onExecutors) == 0 {
 				t.Errorf("the driver's log shows no task finished on an executor\n%s", driverLogTail(ns, "groupcount"))
 			}
 			clean := waitClean(t, ns, appID, 30*time.Second)
@@ -93,45 +95,4 @@ func TestPySpark(t *testing.T) {
 			_ = env.Client.CoreV1().Pods(ns).Delete(ctx, "groupcount", metav1.DeleteOptions{})
 		})
 	}
-}
-
-// groupCounts is what examples/groupcount.py prints for the numbers 1..n
-// grouped by n mod keys.
-func groupCounts(n, keys int) []string {
-	count, sum := make([]int, keys), make([]int, keys)
-	for i := 1; i <= n; i++ {
-		count[i%keys]++
-		sum[i%keys] += i
-	}
-	var lines []string
-	for k := range keys {
-		lines = append(lines, fmt.Sprintf("key-%d count=%d sum=%d", k, count[k], sum[k]))
-	}
-	return lines
-}
-
-// pythonWorkerPods parses the pods groupcount.py says its Python function
-// ran in.
-func pythonWorkerPods(t *testing.T, driverLog string) []string {
-	t.Helper()
-	m := regexp.MustCompile(`(?m)^Python workers ran in: (.+)$`).FindStringSubmatch(driverLog)
-	if m == nil {
-		t.Fatalf("no %q line in the driver's log", "Python workers ran in:")
-	}
-	return strings.Fields(m[1])
-}
-
-// taskOnExecutor is TaskSetManager's line for a task that finished on an
-// executor, the same in Spark 3.5 and 4.x.
-var taskOnExecutor = regexp.MustCompile(`Finished task \S+ in stage \S+ \(TID \d+\) in \d+ ms on \S+ \(executor (\S+)\)`)
-
-// tasksOnExecutors returns the ids of the executors tasks finished on.
-func tasksOnExecutors(driverLog string) []string {
-	var ids []string
-	for _, m := range taskOnExecutor.FindAllStringSubmatch(driverLog, -1) {
-		if !slices.Contains(ids, m[1]) {
-			ids = append(ids, m[1])
-		}
-	}
-	return ids
 }

@@ -64,7 +64,7 @@ var createdLocalDir = regexp.MustCompile(`Created local directory at (\S+)`)
 // effective-conf annotation must not repeat the user's lines.
 func TestUsersLocalDirsAndConfKept(t *testing.T) {
 	sum := sha256.Sum256([]byte(usersKeptScript))
-	url := files.serve("py/userskept.py", []byte(usersKeptScript))
+	url := files.Serve("py/userskept.py", []byte(usersKeptScript))
 	for _, route := range []struct{ name, env, conf string }{
 		{"env", "    env: [{name: SPARK_LOCAL_DIRS, value: /scratch}]\n", ""},
 		{"conf", "", "spark.local.dir /scratch\n"},

@@ -1,0 +1,3 @@
+// Package sparklog reads what stock Spark and the examples' scripts print
+// in a driver's log.
+package sparklog
