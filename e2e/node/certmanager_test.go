@@ -1,0 +1,341 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/sparklet/sparklet/test/certmanager"
+	"github.com/sparklet/sparklet/vocab"
+)
+
+// TestCertManagerMode installs the chart as docs/install.md tells a
+// platform team, in its default mode, cert-manager, against a real
+// cert-manager (v1.21.2's controller and cainjector, test/certmanager, run
+// as processes beside the control plane). The webhook pods run on the
+// real node with the Secret cert-manager writes mounted by the kubelet;
+// the cainjector puts the chart's CA into the MutatingWebhookConfiguration;
+// the API server injects a driver through the Service. Then cert-manager
+// renews the serving certificate as `cmctl renew` asks it to: the kubelet
+// refreshes the Secret volume on its own sync period, every webhook pod
+// serves the new certificate without a restart, and every admission
+// meanwhile succeeds.
+func TestCertManagerMode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
+	defer cancel()
+	const release, releaseNS, full = "sparklet", "sparklet-system", "sparklet-sparklet"
+	cm, err := certmanager.Start(ctx, certmanager.Options{BinDir: binDir, Dir: filepath.Join(filepath.Dir(nd.Dir()), "cert-manager"), Cluster: cp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("cert-manager logs:\n%s", cm.Logs(40))
+		}
+		cm.Stop()
+	})
+	jobs := createNamespace(ctx, t, "spark-jobs", nil)
+	client := cp.Client()
+
+	// docs/install.md with the chart's defaults, the namespace listed so
+	// that the chart makes its driver ServiceAccount and `helm test` has
+	// a namespace to test.
+	started := time.Now()
+	helm(ctx, t, "install", release, chartDir(t), "--namespace", releaseNS, "--create-namespace", "--set", "namespaces.list={"+jobs+"}")
+	t.Cleanup(func() {
+		helm(context.Background(), t, "uninstall", release, "--namespace", releaseNS, "--ignore-not-found")
+		// cert-manager leaves the Secrets it wrote (it sets no owner).
+		for _, s := range []string{full + "-tls", full + "-ca"} {
+			_ = client.CoreV1().Secrets(releaseNS).Delete(context.Background(), s, metav1.DeleteOptions{})
+		}
+	})
+	kubectl(ctx, t, "label", "namespace", jobs, "sparklet.io/inject=enabled")
+	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+full, "--timeout=4m")
+	if err := cm.WaitReady(ctx, certmanager.Certificates, releaseNS, full+"-serving", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	rolledOut := time.Since(started)
+
+	secret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	caSecret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-ca", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(secret.Data["ca.crt"], caSecret.Data["tls.crt"]) {
+		t.Fatalf("the serving Secret's ca.crt is not the chart's CA certificate")
+	}
+	bundle := waitCABundle(ctx, t, full, secret.Data["ca.crt"])
+
+	pods := webhookPods(ctx, t, releaseNS, full)
+	first := leafSerial(t, secret.Data["tls.crt"])
+	if err := waitMounted(ctx, pods, secret.Data["tls.crt"]); err != nil {
+		t.Fatalf("the kubelet's Secret volume: %v", err)
+	}
+	svc, err := client.CoreV1().Services(releaseNS).Get(ctx, full, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the API server dials: every pod, and the Service through the
+	// host's route to the node and kube-proxy, by the Service's name.
+	serverName := full + "." + releaseNS + ".svc"
+	addrs := []string{net.JoinHostPort(svc.Spec.ClusterIP, "443")}
+	for _, p := range pods {
+		addrs = append(addrs, net.JoinHostPort(p.Status.PodIP, "8443"))
+	}
+	if err := waitServed(ctx, addrs, bundle, serverName, first); err != nil {
+		t.Fatalf("the webhook pods do not serve the Secret's certificate: %v", err)
+	}
+
+	helm(ctx, t, "test", release, "--namespace", releaseNS)
+	admit := func(ctx context.Context) error { return admitDriver(ctx, jobs) }
+	if err := admit(ctx); err != nil {
+		t.Fatalf("a driver through the chart's webhook: %v", err)
+	}
+	t.Logf("helm install to rollout and Certificate Ready in %s", rolledOut.Round(time.Millisecond))
+
+	// Admissions go on through the API server while cert-manager renews.
+	var ok, failed atomic.Int64
+	var lastErr atomic.Value
+	admCtx, stopAdmissions := context.WithCancel(ctx)
+	admissionsDone := make(chan struct{})
+	go func() {
+		defer close(admissionsDone)
+		_ = wait.PollUntilContextCancel(admCtx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			if err := admit(ctx); err != nil && ctx.Err() == nil {
+				failed.Add(1)
+				lastErr.Store(err.Error())
+			} else if err == nil {
+				ok.Add(1)
+			}
+			return false, nil
+		})
+	}()
+	defer stopAdmissions()
+	renewed := time.Now()
+	if err := cm.Renew(ctx, releaseNS, full+"-serving"); err != nil {
+		t.Fatal(err)
+	}
+	var renewedPEM []byte
+	var second *big.Int
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		s, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		renewedPEM, second = s.Data["tls.crt"], leafSerial(t, s.Data["tls.crt"])
+		return second.Cmp(first) != 0, nil
+	})
+	if err != nil {
+		t.Fatalf("cert-manager did not renew the serving certificate: %v\n%s", err, cm.Logs(30))
+	}
+	reissued := time.Since(renewed)
+	// The kubelet rewrites a Secret volume when it syncs the pod, every
+	// syncFrequency (1m by default, with jitter) (kubernetes v1.37,
+	// pkg/kubelet/pod_workers.go); the webhook then reloads within its
+	// --reload-interval (10 s).
+	if err := waitMounted(ctx, pods, renewedPEM); err != nil {
+		t.Fatalf("the kubelet did not refresh the Secret volume: %v", err)
+	}
+	mounted := time.Since(renewed)
+	if err := waitServed(ctx, addrs, bundle, serverName, second); err != nil {
+		t.Fatalf("the webhook pods do not serve the renewed certificate: %v", err)
+	}
+	served := time.Since(renewed)
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return admit(ctx) == nil, nil
+	})
+	stopAdmissions()
+	<-admissionsDone
+	if err != nil {
+		t.Errorf("drivers are not injected after the renewal: %v", admit(ctx))
+	}
+	if n := failed.Load(); n > 0 {
+		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", n, n+ok.Load(), lastErr.Load())
+	}
+	if ok.Load() == 0 {
+		t.Errorf("no admission succeeded during the renewal")
+	}
+	checkNotRestarted(ctx, t, releaseNS, pods)
+	if err := cm.Running(); err != nil {
+		t.Error(err)
+	}
+	m, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, full, metav1.GetOptions{})
+	if err != nil || !bytes.Equal(m.Webhooks[0].ClientConfig.CABundle, bundle) {
+		t.Errorf("the caBundle changed with the serving certificate's renewal (the CA did not): %v", err)
+	}
+	t.Logf("renewal: serial %x -> %x; Secret updated %s after the Issuing condition was set, the kubelet's volumes %s after, every pod and the Service serving it %s after; %d admissions through the API server meanwhile, %d failed",
+		first, second, reissued.Round(time.Millisecond), mounted.Round(time.Millisecond), served.Round(time.Millisecond), ok.Load(), failed.Load())
+
+	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
+}
+
+// waitCABundle waits until the cainjector has put ca into the chart's
+// MutatingWebhookConfiguration, and returns the caBundle.
+func waitCABundle(ctx context.Context, t *testing.T, name string, ca []byte) []byte {
+	t.Helper()
+	var bundle []byte
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		m, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(m.Webhooks) == 0 {
+			return false, nil
+		}
+		bundle = m.Webhooks[0].ClientConfig.CABundle
+		return bytes.Equal(bundle, ca), nil
+	})
+	if err != nil {
+		t.Fatalf("the cainjector did not inject the chart's CA (caBundle %q): %v", bundle, err)
+	}
+	return bundle
+}
+
+// webhookPods are the Deployment's pods, each Running on the real node
+// with the Secret volume tls, as many as the Deployment's replicas.
+func webhookPods(ctx context.Context, t *testing.T, ns, deployment string) []corev1.Pod {
+	t.Helper()
+	d, err := cp.Client().AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: metav1.FormatLabelSelector(d.Spec.Selector)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pods []corev1.Pod
+	for _, p := range list.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName != "sparklet-node" {
+			t.Fatalf("webhook pod %s is %s on %q, want Running on the real node", p.Name, p.Status.Phase, p.Spec.NodeName)
+		}
+		pods = append(pods, p)
+	}
+	if len(pods) != int(*d.Spec.Replicas) {
+		t.Fatalf("%d webhook pods, want the Deployment's %d", len(pods), *d.Spec.Replicas)
+	}
+	return pods
+}
+
+// waitMounted waits until the kubelet's Secret volume tls of every pod
+// holds certPEM as tls.crt.
+func waitMounted(ctx context.Context, pods []corev1.Pod, certPEM []byte) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for i := range pods {
+			dir, err := nd.SecretVolume(&pods[i], "tls")
+			if err != nil {
+				return false, err
+			}
+			got, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
+			if err != nil || !bytes.Equal(got, certPEM) {
+				last = fmt.Errorf("pod %s: %s/tls.crt is not the Secret's (%v)", pods[i].Name, dir, err)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// waitServed waits until a TLS handshake with each of addrs, verified
+// against bundle for serverName, gets the certificate with serial.
+func waitServed(ctx context.Context, addrs []string, bundle []byte, serverName string, serial *big.Int) error {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(bundle) {
+		return errors.New("caBundle holds no certificate")
+	}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, addr := range addrs {
+			dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second},
+				Config: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}}
+			conn, err := dialer.DialContext(ctx, "tcp", addr)
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			leaf := conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
+			conn.Close()
+			if leaf.SerialNumber.Cmp(serial) != 0 {
+				last = fmt.Errorf("%s serves serial %x, want %x", addr, leaf.SerialNumber, serial)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (last: %v)", err, last)
+	}
+	return nil
+}
+
+// admitDriver has the API server admit (dry run) a driver pod in ns and
+// fails unless sparklet's webhook injected it.
+func admitDriver(ctx context.Context, ns string) error {
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "driver-", Labels: map[string]string{"spark-role": "driver"}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.3.0",
+			Args: []string{"driver", "--class", "org.apache.spark.examples.SparkPi", "local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar"}}}},
+	}
+	got, err := cp.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return err
+	}
+	if got.Annotations[vocab.AnnotationStatus] == "" {
+		return errors.New("driver admitted but not injected")
+	}
+	return nil
+}
+
+// checkNotRestarted fails t unless the same pods still run, none of their
+// containers restarted.
+func checkNotRestarted(ctx context.Context, t *testing.T, ns string, pods []corev1.Pod) {
+	t.Helper()
+	for _, p := range pods {
+		now, err := cp.Client().CoreV1().Pods(ns).Get(ctx, p.Name, metav1.GetOptions{})
+		if err != nil || now.UID != p.UID || now.DeletionTimestamp != nil {
+			t.Errorf("webhook pod %s was replaced or deleted during the renewal: %v", p.Name, err)
+			continue
+		}
+		for _, c := range now.Status.ContainerStatuses {
+			if c.RestartCount != 0 || c.State.Running == nil {
+				t.Errorf("webhook pod %s container %s: restartCount %d, state %+v; want 0 and running", p.Name, c.Name, c.RestartCount, c.State)
+			}
+		}
+	}
+}
+
+// leafSerial is the serial number of the first certificate in certPEM.
+func leafSerial(t *testing.T, certPEM []byte) *big.Int {
+	t.Helper()
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		t.Fatalf("no PEM certificate in %q", certPEM)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert.SerialNumber
+}
