@@ -44,8 +44,8 @@ func certManagerBinDir(t *testing.T) string {
 }
 
 // TestCertManagerMode installs the chart in its default mode, cert-manager,
-// on the local control plane with a real cert-manager (controller and
-// cainjector, test/certmanager) and runs the webhook's replicas as local
+// on the local control plane with a real cert-manager (controller,
+// cainjector and webhook, test/certmanager) and runs the webhook's replicas as local
 // processes from the Secret cert-manager writes, mounted as the kubelet
 // mounts it. It checks that the chart's Issuers and Certificates become
 // Ready, that the cainjector puts the CA into the chart's

@@ -12,6 +12,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -62,6 +63,16 @@ func TestCertManagerMode(t *testing.T) {
 		// cert-manager leaves the Secrets it wrote (it sets no owner).
 		for _, s := range []string{full + "-tls", full + "-ca"} {
 			_ = client.CoreV1().Secrets(releaseNS).Delete(context.Background(), s, metav1.DeleteOptions{})
+		}
+		// The next release in this namespace must not meet these webhook pods.
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+			left, err := client.CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=webhook,app.kubernetes.io/instance=" + release})
+			return err == nil && len(left.Items) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("the release's pods outlived helm uninstall: %v", err)
 		}
 	})
 	kubectl(ctx, t, "label", "namespace", jobs, "sparklet.io/inject=enabled")
@@ -159,6 +170,13 @@ func TestCertManagerMode(t *testing.T) {
 		t.Fatalf("the webhook pods do not serve the renewed certificate: %v", err)
 	}
 	served := time.Since(renewed)
+	// Each pod's own log, through the kubelet, says it loaded the files
+	// again: the same process, not a new one.
+	for _, p := range pods {
+		if n := strings.Count(podLogs(ctx, t, releaseNS, p.Name, "webhook"), "serving certificate loaded"); n < 2 {
+			t.Errorf("webhook pod %s logged %d certificate loads, want the first and the renewed one", p.Name, n)
+		}
+	}
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return admit(ctx) == nil, nil
 	})
