@@ -3,14 +3,11 @@ package charts
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -116,17 +113,9 @@ func TestCertManagerMode(t *testing.T) {
 	if !bytes.Equal(secret.Data["ca.crt"], caSecret.Data["tls.crt"]) {
 		t.Fatalf("the serving Secret's ca.crt is not the chart's CA certificate")
 	}
-	var bundle []byte
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, full, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		bundle = m.Webhooks[0].ClientConfig.CABundle
-		return bytes.Equal(bundle, secret.Data["ca.crt"]), nil
-	})
+	bundle, err := cm.WaitInjected(ctx, full, secret.Data["ca.crt"])
 	if err != nil {
-		t.Fatalf("the cainjector did not inject the chart's CA (caBundle %q): %v", bundle, err)
+		t.Fatal(err)
 	}
 	injected := time.Since(started)
 
@@ -163,54 +152,27 @@ func TestCertManagerMode(t *testing.T) {
 		issued.Round(time.Millisecond), injected.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 
 	// Admissions go on through the API server while cert-manager renews.
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	admCtx, stopAdmissions := context.WithCancel(ctx)
-	admissionsDone := make(chan struct{})
-	go func() {
-		defer close(admissionsDone)
-		_ = wait.PollUntilContextCancel(admCtx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			if err := admit(ctx); err != nil && ctx.Err() == nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			} else if err == nil {
-				ok.Add(1)
-			}
-			return false, nil
-		})
-	}()
+	admissions := certmanager.Repeat(ctx, 250*time.Millisecond, admit)
 	renewed := time.Now()
-	if err := cm.Renew(ctx, releaseNS, full+"-serving"); err != nil {
+	renewal, err := cm.RenewAndWait(ctx, releaseNS, full+"-serving", full+"-tls")
+	if err != nil {
+		admissions.Stop()
 		t.Fatal(err)
 	}
-	var second *big.Int
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		second = leafSerial(t, s.Data["tls.crt"])
-		return second.Cmp(first) != 0, nil
-	})
-	if err != nil {
-		t.Fatalf("cert-manager did not renew the serving certificate: %v\n%s", err, cm.Logs(30))
-	}
-	reissued := time.Since(renewed)
-	if err := waitServed(ctx, ports, bundle, second); err != nil {
+	if err := waitServed(ctx, ports, bundle, renewal.New); err != nil {
 		t.Fatalf("the replicas do not serve the renewed certificate: %v", err)
 	}
 	served := time.Since(renewed)
 	// One more admission through the API server after the switch.
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return ok.Load() > 0 && admit(ctx) == nil, nil
+		return admit(ctx) == nil, nil
 	})
-	stopAdmissions()
-	<-admissionsDone
+	ok, failed, lastErr := admissions.Stop()
 	if err != nil {
 		t.Errorf("drivers are not injected after the renewal: %v", admit(ctx))
 	}
-	if n := failed.Load(); n > 0 {
-		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", n, n+ok.Load(), lastErr.Load())
+	if failed > 0 || ok == 0 {
+		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", failed, failed+ok, lastErr)
 	}
 	for i, done := range exited {
 		select {
@@ -227,7 +189,7 @@ func TestCertManagerMode(t *testing.T) {
 		t.Errorf("the caBundle changed with the serving certificate's renewal (the CA did not): %v", err)
 	}
 	t.Logf("renewal: serial %x -> %x; the Secret updated %s after the Issuing condition was set, both replicas serving it %s after; %d admissions through the API server meanwhile, none failed",
-		first, second, reissued.Round(time.Millisecond), served.Round(time.Millisecond), ok.Load())
+		renewal.Old, renewal.New, renewal.Took.Round(time.Millisecond), served.Round(time.Millisecond), ok)
 }
 
 // localCertManagerDocs are the rendered objects helm would install (hooks
@@ -268,15 +230,11 @@ func localCertManagerDocs(t *testing.T, r rendered, full string, port int) []str
 // leafSerial is the serial number of the first certificate in certPEM.
 func leafSerial(t *testing.T, certPEM []byte) *big.Int {
 	t.Helper()
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		t.Fatalf("no PEM certificate in %q", certPEM)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	serial, err := certmanager.Serial(certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cert.SerialNumber
+	return serial
 }
 
 // waitServed waits until every replica serves, verified against bundle

@@ -5,7 +5,6 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -13,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -93,10 +91,16 @@ func TestCertManagerMode(t *testing.T) {
 	if !bytes.Equal(secret.Data["ca.crt"], caSecret.Data["tls.crt"]) {
 		t.Fatalf("the serving Secret's ca.crt is not the chart's CA certificate")
 	}
-	bundle := waitCABundle(ctx, t, full, secret.Data["ca.crt"])
+	bundle, err := cm.WaitInjected(ctx, full, secret.Data["ca.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	pods := webhookPods(ctx, t, releaseNS, full)
-	first := leafSerial(t, secret.Data["tls.crt"])
+	first, err := certmanager.Serial(secret.Data["tls.crt"])
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := waitMounted(ctx, pods, secret.Data["tls.crt"]); err != nil {
 		t.Fatalf("the kubelet's Secret volume: %v", err)
 	}
@@ -123,50 +127,26 @@ func TestCertManagerMode(t *testing.T) {
 	t.Logf("helm install to rollout and Certificate Ready in %s", rolledOut.Round(time.Millisecond))
 
 	// Admissions go on through the API server while cert-manager renews.
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	admCtx, stopAdmissions := context.WithCancel(ctx)
-	admissionsDone := make(chan struct{})
-	go func() {
-		defer close(admissionsDone)
-		_ = wait.PollUntilContextCancel(admCtx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			if err := admit(ctx); err != nil && ctx.Err() == nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			} else if err == nil {
-				ok.Add(1)
-			}
-			return false, nil
-		})
-	}()
-	defer stopAdmissions()
+	admissions := certmanager.Repeat(ctx, 250*time.Millisecond, admit)
+	defer admissions.Stop()
 	renewed := time.Now()
-	if err := cm.Renew(ctx, releaseNS, full+"-serving"); err != nil {
+	renewal, err := cm.RenewAndWait(ctx, releaseNS, full+"-serving", full+"-tls")
+	if err != nil {
 		t.Fatal(err)
 	}
-	var renewedPEM []byte
-	var second *big.Int
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		renewedPEM, second = s.Data["tls.crt"], leafSerial(t, s.Data["tls.crt"])
-		return second.Cmp(first) != 0, nil
-	})
-	if err != nil {
-		t.Fatalf("cert-manager did not renew the serving certificate: %v\n%s", err, cm.Logs(30))
+	if renewal.Old.Cmp(first) != 0 {
+		t.Fatalf("the Secret changed from serial %x to %x before the renewal", first, renewal.Old)
 	}
-	reissued := time.Since(renewed)
-	// The kubelet rewrites a Secret volume when it syncs the pod, every
-	// syncFrequency (1m by default, with jitter) (kubernetes v1.37,
-	// pkg/kubelet/pod_workers.go); the webhook then reloads within its
-	// --reload-interval (10 s).
-	if err := waitMounted(ctx, pods, renewedPEM); err != nil {
+	// The kubelet rewrites a Secret volume when it next syncs the pod:
+	// each pod is requeued after syncFrequency with up to half of it
+	// again as jitter, 60 to 90 s by default (kubernetes v1.37.2,
+	// pkg/kubelet/pod_workers.go, workerResyncIntervalJitterFactor); the
+	// webhook then reloads within its --reload-interval (10 s).
+	if err := waitMounted(ctx, pods, renewal.PEM); err != nil {
 		t.Fatalf("the kubelet did not refresh the Secret volume: %v", err)
 	}
 	mounted := time.Since(renewed)
-	if err := waitServed(ctx, addrs, bundle, serverName, second); err != nil {
+	if err := waitServed(ctx, addrs, bundle, serverName, renewal.New); err != nil {
 		t.Fatalf("the webhook pods do not serve the renewed certificate: %v", err)
 	}
 	served := time.Since(renewed)
@@ -180,16 +160,12 @@ func TestCertManagerMode(t *testing.T) {
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return admit(ctx) == nil, nil
 	})
-	stopAdmissions()
-	<-admissionsDone
+	ok, failed, lastErr := admissions.Stop()
 	if err != nil {
 		t.Errorf("drivers are not injected after the renewal: %v", admit(ctx))
 	}
-	if n := failed.Load(); n > 0 {
-		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", n, n+ok.Load(), lastErr.Load())
-	}
-	if ok.Load() == 0 {
-		t.Errorf("no admission succeeded during the renewal")
+	if failed > 0 || ok == 0 {
+		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", failed, failed+ok, lastErr)
 	}
 	checkNotRestarted(ctx, t, releaseNS, pods)
 	if err := cm.Running(); err != nil {
@@ -200,28 +176,9 @@ func TestCertManagerMode(t *testing.T) {
 		t.Errorf("the caBundle changed with the serving certificate's renewal (the CA did not): %v", err)
 	}
 	t.Logf("renewal: serial %x -> %x; Secret updated %s after the Issuing condition was set, the kubelet's volumes %s after, every pod and the Service serving it %s after; %d admissions through the API server meanwhile, %d failed",
-		first, second, reissued.Round(time.Millisecond), mounted.Round(time.Millisecond), served.Round(time.Millisecond), ok.Load(), failed.Load())
+		renewal.Old, renewal.New, renewal.Took.Round(time.Millisecond), mounted.Round(time.Millisecond), served.Round(time.Millisecond), ok, failed)
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
-}
-
-// waitCABundle waits until the cainjector has put ca into the chart's
-// MutatingWebhookConfiguration, and returns the caBundle.
-func waitCABundle(ctx context.Context, t *testing.T, name string, ca []byte) []byte {
-	t.Helper()
-	var bundle []byte
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
-		if err != nil || len(m.Webhooks) == 0 {
-			return false, nil
-		}
-		bundle = m.Webhooks[0].ClientConfig.CABundle
-		return bytes.Equal(bundle, ca), nil
-	})
-	if err != nil {
-		t.Fatalf("the cainjector did not inject the chart's CA (caBundle %q): %v", bundle, err)
-	}
-	return bundle
 }
 
 // webhookPods are the Deployment's pods, each Running on the real node
@@ -342,18 +299,4 @@ func checkNotRestarted(ctx context.Context, t *testing.T, ns string, pods []core
 			}
 		}
 	}
-}
-
-// leafSerial is the serial number of the first certificate in certPEM.
-func leafSerial(t *testing.T, certPEM []byte) *big.Int {
-	t.Helper()
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		t.Fatalf("no PEM certificate in %q", certPEM)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cert.SerialNumber
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -61,7 +62,36 @@ func (m *CertManager) startWebhook(ctx context.Context) error {
 	if err := m.registerWebhook(ctx, host); err != nil {
 		return err
 	}
-	return m.waitWebhookCA(ctx)
+	if err := m.waitWebhookCA(ctx); err != nil {
+		return err
+	}
+	return m.waitWebhookReady(ctx, healthz)
+}
+
+// waitWebhookReady waits until the webhook's /healthz answers 200, which
+// it does once it has a serving certificate: the readiness probe of
+// cert-manager's chart (webhook-deployment.yaml).
+func (m *CertManager) waitWebhookReady(ctx context.Context, healthz int) error {
+	url := "http://127.0.0.1:" + strconv.Itoa(healthz) + "/healthz"
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := m.exited(); err != nil {
+			return false, err
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("cert-manager's webhook never ready at %s: %w\n%s", url, err, m.Logs(20))
+	}
+	return nil
 }
 
 // registerWebhook creates cert-manager's two webhook configurations,

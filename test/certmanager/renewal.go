@@ -1,0 +1,136 @@
+package certmanager
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"sync/atomic"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Serial is the serial number of the first certificate in certPEM.
+func Serial(certPEM []byte) (*big.Int, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil {
+		return nil, fmt.Errorf("no PEM certificate in %q", certPEM)
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return nil, err
+	}
+	return cert.SerialNumber, nil
+}
+
+// Renewal is a certificate cert-manager issued again.
+type Renewal struct {
+	// Old and New are the serial numbers before and after.
+	Old, New *big.Int
+	// PEM is the new tls.crt.
+	PEM []byte
+	// Took is the time from the request to the Secret's update.
+	Took time.Duration
+}
+
+// RenewAndWait renews the Certificate ns/certificate as Renew does and
+// waits until its Secret ns/secret holds a certificate with another
+// serial number.
+func (m *CertManager) RenewAndWait(ctx context.Context, ns, certificate, secret string) (*Renewal, error) {
+	secrets := m.opts.Cluster.Client().CoreV1().Secrets(ns)
+	s, err := secrets.Get(ctx, secret, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	r := &Renewal{}
+	if r.Old, err = Serial(s.Data["tls.crt"]); err != nil {
+		return nil, fmt.Errorf("secret %s/%s: %w", ns, secret, err)
+	}
+	start := time.Now()
+	if err := m.Renew(ctx, ns, certificate); err != nil {
+		return nil, err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := m.exited(); err != nil {
+			return false, err
+		}
+		s, err := secrets.Get(ctx, secret, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		serial, err := Serial(s.Data["tls.crt"])
+		if err != nil || serial.Cmp(r.Old) == 0 {
+			return false, nil
+		}
+		r.New, r.PEM = serial, s.Data["tls.crt"]
+		return true, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("cert-manager did not renew %s/%s into its Secret %s: %w\n%s", ns, certificate, secret, err, m.Logs(30))
+	}
+	r.Took = time.Since(start)
+	return r, nil
+}
+
+// WaitInjected waits until the cainjector has put ca into the first
+// webhook of the MutatingWebhookConfiguration name, and returns the
+// caBundle.
+func (m *CertManager) WaitInjected(ctx context.Context, name string, ca []byte) ([]byte, error) {
+	var bundle []byte
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := m.exited(); err != nil {
+			return false, err
+		}
+		c, err := m.opts.Cluster.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		if err != nil || len(c.Webhooks) == 0 {
+			return false, nil
+		}
+		bundle = c.Webhooks[0].ClientConfig.CABundle
+		return bytes.Equal(bundle, ca), nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("the cainjector did not inject the CA into %s (caBundle %q): %w\n%s", name, bundle, err, m.Logs(20))
+	}
+	return bundle, nil
+}
+
+// Repeated runs a check again and again, counting its outcomes, until
+// Stop.
+type Repeated struct {
+	ok, failed atomic.Int64
+	last       atomic.Value
+	stop       context.CancelFunc
+	done       chan struct{}
+}
+
+// Repeat runs check every interval, from now until Stop.
+func Repeat(ctx context.Context, interval time.Duration, check func(context.Context) error) *Repeated {
+	ctx, stop := context.WithCancel(ctx)
+	r := &Repeated{stop: stop, done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		_ = wait.PollUntilContextCancel(ctx, interval, true, func(ctx context.Context) (bool, error) {
+			if err := check(ctx); err != nil && ctx.Err() == nil {
+				r.failed.Add(1)
+				r.last.Store(err.Error())
+			} else if err == nil {
+				r.ok.Add(1)
+			}
+			return false, nil
+		})
+	}()
+	return r
+}
+
+// Stop ends the checks and returns how many passed and failed, and the
+// last failure's message.
+func (r *Repeated) Stop() (ok, failed int64, last string) {
+	r.stop()
+	<-r.done
+	last, _ = r.last.Load().(string)
+	return r.ok.Load(), r.failed.Load(), last
+}
