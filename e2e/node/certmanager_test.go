@@ -25,11 +25,13 @@ import (
 
 // TestCertManagerMode installs the chart as docs/install.md tells a
 // platform team, in its default mode, cert-manager, against a real
-// cert-manager (v1.21.2's controller and cainjector, test/certmanager, run
-// as processes beside the control plane). The webhook pods run on the
-// real node with the Secret cert-manager writes mounted by the kubelet;
-// the cainjector puts the chart's CA into the MutatingWebhookConfiguration;
-// the API server injects a driver through the Service. Then cert-manager
+// cert-manager (v1.21.2's controller, cainjector and webhook,
+// test/certmanager, run as processes beside the control plane; its
+// webhook validates the chart's Issuers and Certificates). The webhook
+// pods run on the real node with the Secret cert-manager writes mounted
+// by the kubelet; the cainjector puts the chart's CA into the
+// MutatingWebhookConfiguration; the API server injects a driver through
+// the Service. Then cert-manager
 // renews the serving certificate as `cmctl renew` asks it to: the kubelet
 // refreshes the Secret volume on its own sync period, every webhook pod
 // serves the new certificate without a restart, and every admission
