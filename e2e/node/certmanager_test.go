@@ -82,18 +82,7 @@ func TestCertManagerMode(t *testing.T) {
 	}
 	rolledOut := time.Since(started)
 
-	secret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	caSecret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-ca", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(secret.Data["ca.crt"], caSecret.Data["tls.crt"]) {
-		t.Fatalf("the serving Secret's ca.crt is not the chart's CA certificate")
-	}
-	bundle, err := cm.WaitInjected(ctx, full, secret.Data["ca.crt"])
+	secret, bundle, err := cm.WaitChartCA(ctx, releaseNS, full)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
@@ -76,26 +77,41 @@ func (m *CertManager) RenewAndWait(ctx context.Context, ns, certificate, secret 
 	return r, nil
 }
 
-// WaitInjected waits until the cainjector has put ca into the first
-// webhook of the MutatingWebhookConfiguration name, and returns the
-// caBundle.
-func (m *CertManager) WaitInjected(ctx context.Context, name string, ca []byte) ([]byte, error) {
+// WaitChartCA checks the chart's certificate chain in namespace ns, its
+// objects named after fullname: the serving Secret <fullname>-tls carries
+// as ca.crt the CA of Secret <fullname>-ca. It then waits until the
+// cainjector has put that CA into the first webhook of the
+// MutatingWebhookConfiguration <fullname>, and returns the serving Secret
+// and the caBundle.
+func (m *CertManager) WaitChartCA(ctx context.Context, ns, fullname string) (*corev1.Secret, []byte, error) {
+	client := m.opts.Cluster.Client()
+	serving, err := client.CoreV1().Secrets(ns).Get(ctx, fullname+"-tls", metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	ca, err := client.CoreV1().Secrets(ns).Get(ctx, fullname+"-ca", metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	if !bytes.Equal(serving.Data["ca.crt"], ca.Data["tls.crt"]) {
+		return nil, nil, fmt.Errorf("the serving Secret %s/%s-tls's ca.crt is not the chart's CA certificate", ns, fullname)
+	}
 	var bundle []byte
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		if err := m.exited(); err != nil {
 			return false, err
 		}
-		c, err := m.opts.Cluster.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, name, metav1.GetOptions{})
+		c, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, fullname, metav1.GetOptions{})
 		if err != nil || len(c.Webhooks) == 0 {
 			return false, nil
 		}
 		bundle = c.Webhooks[0].ClientConfig.CABundle
-		return bytes.Equal(bundle, ca), nil
+		return bytes.Equal(bundle, serving.Data["ca.crt"]), nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("the cainjector did not inject the CA into %s (caBundle %q): %w\n%s", name, bundle, err, m.Logs(20))
+		return nil, nil, fmt.Errorf("the cainjector did not inject the chart's CA into %s (caBundle %q): %w\n%s", fullname, bundle, err, m.Logs(20))
 	}
-	return bundle, nil
+	return serving, bundle, nil
 }
 
 // Repeated runs a check again and again, counting its outcomes, until
