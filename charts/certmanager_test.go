@@ -230,23 +230,9 @@ func leafSerial(t *testing.T, certPEM []byte) *big.Int {
 // for 127.0.0.1, the certificate with serial. The webhook reloads its
 // files every 10 seconds.
 func waitServed(ctx context.Context, ports []int, bundle []byte, serial *big.Int) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, port := range ports {
-			leaf, err := servedLeaf(port, bundle)
-			if err != nil {
-				last = err
-				return false, nil
-			}
-			if leaf.SerialNumber.Cmp(serial) != 0 {
-				last = fmt.Errorf("port %d serves serial %x, want %x", port, leaf.SerialNumber, serial)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
+	addrs := make([]string, len(ports))
+	for i, port := range ports {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	return nil
+	return certmanager.WaitServed(ctx, addrs, bundle, "127.0.0.1", serial)
 }

@@ -3,11 +3,8 @@ package node
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -106,7 +103,7 @@ func TestCertManagerMode(t *testing.T) {
 	for _, p := range pods {
 		addrs = append(addrs, net.JoinHostPort(p.Status.PodIP, "8443"))
 	}
-	if err := waitServed(ctx, addrs, bundle, serverName, first); err != nil {
+	if err := certmanager.WaitServed(ctx, addrs, bundle, serverName, first); err != nil {
 		t.Fatalf("the webhook pods do not serve the Secret's certificate: %v", err)
 	}
 
@@ -137,7 +134,7 @@ func TestCertManagerMode(t *testing.T) {
 		t.Fatalf("the kubelet did not refresh the Secret volume: %v", err)
 	}
 	mounted := time.Since(renewed)
-	if err := waitServed(ctx, addrs, bundle, serverName, renewal.New); err != nil {
+	if err := certmanager.WaitServed(ctx, addrs, bundle, serverName, renewal.New); err != nil {
 		t.Fatalf("the webhook pods do not serve the renewed certificate: %v", err)
 	}
 	served := time.Since(renewed)
@@ -213,38 +210,6 @@ func waitMounted(ctx context.Context, pods []corev1.Pod, certPEM []byte) error {
 			got, err := os.ReadFile(filepath.Join(dir, "tls.crt"))
 			if err != nil || !bytes.Equal(got, certPEM) {
 				last = fmt.Errorf("pod %s: %s/tls.crt is not the Secret's (%v)", pods[i].Name, dir, err)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
-	}
-	return nil
-}
-
-// waitServed waits until a TLS handshake with each of addrs, verified
-// against bundle for serverName, gets the certificate with serial.
-func waitServed(ctx context.Context, addrs []string, bundle []byte, serverName string, serial *big.Int) error {
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(bundle) {
-		return errors.New("caBundle holds no certificate")
-	}
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, addr := range addrs {
-			dialer := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second},
-				Config: &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}}
-			conn, err := dialer.DialContext(ctx, "tcp", addr)
-			if err != nil {
-				last = err
-				return false, nil
-			}
-			leaf := conn.(*tls.Conn).ConnectionState().PeerCertificates[0]
-			conn.Close()
-			if leaf.SerialNumber.Cmp(serial) != 0 {
-				last = fmt.Errorf("%s serves serial %x, want %x", addr, leaf.SerialNumber, serial)
 				return false, nil
 			}
 		}
