@@ -73,10 +73,11 @@ yunikorn-binary:
 kueue-binary:
 	@hack/kueue/build.sh $(BIN)
 
-# cert-manager's controller and cainjector and its CRDs
+# cert-manager's controller, cainjector and webhook and its CRDs
 # (bin/cert-manager-controller, bin/cert-manager-cainjector,
-# bin/cert-manager-crds), for the chart's cert-manager test, built from the
-# separate module hack/certmanager.
+# bin/cert-manager-webhook, bin/cert-manager-crds), for the chart's
+# cert-manager tests, built from the separate modules hack/certmanager and
+# hack/certmanager/webhook.
 .PHONY: certmanager-binary
 certmanager-binary:
 	@hack/certmanager/build.sh $(BIN)

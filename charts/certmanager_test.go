@@ -3,14 +3,11 @@ package charts
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"math/big"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,8 +41,8 @@ func certManagerBinDir(t *testing.T) string {
 }
 
 // TestCertManagerMode installs the chart in its default mode, cert-manager,
-// on the local control plane with a real cert-manager (controller and
-// cainjector, test/certmanager) and runs the webhook's replicas as local
+// on the local control plane with a real cert-manager (controller,
+// cainjector and webhook, test/certmanager) and runs the webhook's replicas as local
 // processes from the Secret cert-manager writes, mounted as the kubelet
 // mounts it. It checks that the chart's Issuers and Certificates become
 // Ready, that the cainjector puts the CA into the chart's
@@ -105,28 +102,9 @@ func TestCertManagerMode(t *testing.T) {
 	// The cainjector copies the Secret's ca.crt, the chart's CA, into
 	// the webhook configuration.
 	client := c.Client()
-	secret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
+	secret, bundle, err := cm.WaitChartCA(ctx, releaseNS, full)
 	if err != nil {
 		t.Fatal(err)
-	}
-	caSecret, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-ca", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(secret.Data["ca.crt"], caSecret.Data["tls.crt"]) {
-		t.Fatalf("the serving Secret's ca.crt is not the chart's CA certificate")
-	}
-	var bundle []byte
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		m, err := client.AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, full, metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		bundle = m.Webhooks[0].ClientConfig.CABundle
-		return bytes.Equal(bundle, secret.Data["ca.crt"]), nil
-	})
-	if err != nil {
-		t.Fatalf("the cainjector did not inject the chart's CA (caBundle %q): %v", bundle, err)
 	}
 	injected := time.Since(started)
 
@@ -163,54 +141,27 @@ func TestCertManagerMode(t *testing.T) {
 		issued.Round(time.Millisecond), injected.Round(time.Millisecond), time.Since(started).Round(time.Millisecond))
 
 	// Admissions go on through the API server while cert-manager renews.
-	var ok, failed atomic.Int64
-	var lastErr atomic.Value
-	admCtx, stopAdmissions := context.WithCancel(ctx)
-	admissionsDone := make(chan struct{})
-	go func() {
-		defer close(admissionsDone)
-		_ = wait.PollUntilContextCancel(admCtx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-			if err := admit(ctx); err != nil && ctx.Err() == nil {
-				failed.Add(1)
-				lastErr.Store(err.Error())
-			} else if err == nil {
-				ok.Add(1)
-			}
-			return false, nil
-		})
-	}()
+	admissions := certmanager.Repeat(ctx, 250*time.Millisecond, admit)
 	renewed := time.Now()
-	if err := cm.Renew(ctx, releaseNS, full+"-serving"); err != nil {
+	renewal, err := cm.RenewAndWait(ctx, releaseNS, full+"-serving", full+"-tls")
+	if err != nil {
+		admissions.Stop()
 		t.Fatal(err)
 	}
-	var second *big.Int
-	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		s, err := client.CoreV1().Secrets(releaseNS).Get(ctx, full+"-tls", metav1.GetOptions{})
-		if err != nil {
-			return false, nil
-		}
-		second = leafSerial(t, s.Data["tls.crt"])
-		return second.Cmp(first) != 0, nil
-	})
-	if err != nil {
-		t.Fatalf("cert-manager did not renew the serving certificate: %v\n%s", err, cm.Logs(30))
-	}
-	reissued := time.Since(renewed)
-	if err := waitServed(ctx, ports, bundle, second); err != nil {
+	if err := waitServed(ctx, ports, bundle, renewal.New); err != nil {
 		t.Fatalf("the replicas do not serve the renewed certificate: %v", err)
 	}
 	served := time.Since(renewed)
 	// One more admission through the API server after the switch.
 	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-		return ok.Load() > 0 && admit(ctx) == nil, nil
+		return admit(ctx) == nil, nil
 	})
-	stopAdmissions()
-	<-admissionsDone
+	ok, failed, lastErr := admissions.Stop()
 	if err != nil {
 		t.Errorf("drivers are not injected after the renewal: %v", admit(ctx))
 	}
-	if n := failed.Load(); n > 0 {
-		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", n, n+ok.Load(), lastErr.Load())
+	if failed > 0 || ok == 0 {
+		t.Errorf("%d of %d admissions during the renewal failed, the last: %v", failed, failed+ok, lastErr)
 	}
 	for i, done := range exited {
 		select {
@@ -227,7 +178,7 @@ func TestCertManagerMode(t *testing.T) {
 		t.Errorf("the caBundle changed with the serving certificate's renewal (the CA did not): %v", err)
 	}
 	t.Logf("renewal: serial %x -> %x; the Secret updated %s after the Issuing condition was set, both replicas serving it %s after; %d admissions through the API server meanwhile, none failed",
-		first, second, reissued.Round(time.Millisecond), served.Round(time.Millisecond), ok.Load())
+		renewal.Old, renewal.New, renewal.Took.Round(time.Millisecond), served.Round(time.Millisecond), ok)
 }
 
 // localCertManagerDocs are the rendered objects helm would install (hooks
@@ -268,38 +219,20 @@ func localCertManagerDocs(t *testing.T, r rendered, full string, port int) []str
 // leafSerial is the serial number of the first certificate in certPEM.
 func leafSerial(t *testing.T, certPEM []byte) *big.Int {
 	t.Helper()
-	block, _ := pem.Decode(certPEM)
-	if block == nil {
-		t.Fatalf("no PEM certificate in %q", certPEM)
-	}
-	cert, err := x509.ParseCertificate(block.Bytes)
+	serial, err := certmanager.Serial(certPEM)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cert.SerialNumber
+	return serial
 }
 
 // waitServed waits until every replica serves, verified against bundle
 // for 127.0.0.1, the certificate with serial. The webhook reloads its
 // files every 10 seconds.
 func waitServed(ctx context.Context, ports []int, bundle []byte, serial *big.Int) error {
-	var last error
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, port := range ports {
-			leaf, err := servedLeaf(port, bundle)
-			if err != nil {
-				last = err
-				return false, nil
-			}
-			if leaf.SerialNumber.Cmp(serial) != 0 {
-				last = fmt.Errorf("port %d serves serial %x, want %x", port, leaf.SerialNumber, serial)
-				return false, nil
-			}
-		}
-		return true, nil
-	})
-	if err != nil {
-		return fmt.Errorf("%w (last: %v)", err, last)
+	addrs := make([]string, len(ports))
+	for i, port := range ports {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", port)
 	}
-	return nil
+	return certmanager.WaitServed(ctx, addrs, bundle, "127.0.0.1", serial)
 }

@@ -110,7 +110,7 @@ func sidecarKilled(ctx context.Context, t *testing.T, ns string) {
 // through the chart's webhook afterwards.
 func apiServerRestarted(ctx context.Context, t *testing.T, ns, releaseNS string) {
 	eachVersion(ctx, t, func(ctx context.Context, t *testing.T, v string) {
-		webhooks := webhookPods(ctx, t, releaseNS)
+		webhooks := webhookPodStates(ctx, t, releaseNS)
 		r := sleepyJob{name: "apiserver-restart-" + dashed(v), version: v, Job: sleepyjob.Job{Tasks: 30, SleepMS: 1000, Conf: sleepyjob.FixedConf + smallExecutors}}.start(ctx, t, ns)
 		r.waitTasks(ctx, t, 2)
 		restart := time.Now()
@@ -132,7 +132,7 @@ func apiServerRestarted(ctx context.Context, t *testing.T, ns, releaseNS string)
 		if err != nil || !nodeReady(node) {
 			t.Errorf("node after kube-apiserver restarted: %v, want Ready", err)
 		}
-		if after := webhookPods(ctx, t, releaseNS); after != webhooks {
+		if after := webhookPodStates(ctx, t, releaseNS); after != webhooks {
 			t.Errorf("webhook pods before kube-apiserver restarted %q, after %q; want the same, never restarted", webhooks, after)
 		}
 		if out := kubectl(ctx, t, "-n", ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.initContainers[*].name}", "-f", "-",
@@ -144,9 +144,9 @@ func apiServerRestarted(ctx context.Context, t *testing.T, ns, releaseNS string)
 	})
 }
 
-// webhookPods names the release's webhook pods with their containers'
+// webhookPodStates names the release's webhook pods with their containers'
 // restart counts, all Ready.
-func webhookPods(ctx context.Context, t *testing.T, releaseNS string) string {
+func webhookPodStates(ctx context.Context, t *testing.T, releaseNS string) string {
 	t.Helper()
 	pods, err := cp.Client().CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/name=sparklet"})
 	if err != nil {

@@ -1,6 +1,6 @@
 // Module certmanager builds cert-manager's controller and cainjector (see
-// controller/main.go and cainjector/main.go) for the chart's cert-manager
-// test, out of the main go.mod.
+// controller/main.go and cainjector/main.go; the webhook is the module in
+// webhook/) for the chart's cert-manager tests, out of the main go.mod.
 module github.com/sparklet/sparklet/hack/certmanager
 
 go 1.26.0

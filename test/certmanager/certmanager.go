@@ -14,8 +14,9 @@ import (
 
 // Options configure Start.
 type Options struct {
-	// BinDir holds cert-manager-controller, cert-manager-cainjector and
-	// cert-manager-crds/ (hack/certmanager/build.sh).
+	// BinDir holds cert-manager-controller, cert-manager-cainjector,
+	// cert-manager-webhook and cert-manager-crds/
+	// (hack/certmanager/build.sh).
 	BinDir string
 	// Dir holds the logs.
 	Dir string
@@ -37,12 +38,13 @@ type process struct {
 }
 
 // Binaries are what hack/certmanager/build.sh puts in BinDir.
-var Binaries = []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-crds"}
+var Binaries = []string{"cert-manager-controller", "cert-manager-cainjector", "cert-manager-webhook", "cert-manager-crds"}
 
-// Start installs cert-manager's CRDs, starts its controller and cainjector
-// with the cluster's admin kubeconfig, and returns once a self-signed
-// Certificate is issued and its CA injected into a webhook configuration.
-// Stop undoes it.
+// Start installs cert-manager's CRDs, starts its controller, cainjector
+// and webhook with the cluster's admin kubeconfig, registers the webhook
+// with the API server, and returns once the webhook refuses an invalid
+// Certificate, a self-signed Certificate is issued and its CA injected
+// into a webhook configuration. Stop undoes it.
 func Start(ctx context.Context, opts Options) (*CertManager, error) {
 	for _, f := range Binaries {
 		if _, err := os.Stat(filepath.Join(opts.BinDir, f)); err != nil {
@@ -61,12 +63,14 @@ func Start(ctx context.Context, opts Options) (*CertManager, error) {
 		return nil, err
 	}
 	for _, name := range []string{"cert-manager-controller", "cert-manager-cainjector"} {
-		cmd, done, err := cluster.Spawn(filepath.Join(opts.BinDir, name), []string{"--kubeconfig=" + opts.Cluster.Kubeconfig()}, m.LogFile(name), false)
-		if err != nil {
+		if err := m.spawn(name, []string{"--kubeconfig=" + opts.Cluster.Kubeconfig()}); err != nil {
 			m.Stop()
 			return nil, err
 		}
-		m.procs = append(m.procs, process{name, cmd, done})
+	}
+	if err := m.startWebhook(ctx); err != nil {
+		m.Stop()
+		return nil, err
 	}
 	if err := m.probe(ctx); err != nil {
 		m.Stop()
@@ -75,7 +79,17 @@ func Start(ctx context.Context, opts Options) (*CertManager, error) {
 	return m, nil
 }
 
-// LogFile is the log of cert-manager-controller or cert-manager-cainjector.
+// spawn starts BinDir/name with args, logging to LogFile(name).
+func (m *CertManager) spawn(name string, args []string) error {
+	cmd, done, err := cluster.Spawn(filepath.Join(m.opts.BinDir, name), args, m.LogFile(name), false)
+	if err != nil {
+		return err
+	}
+	m.procs = append(m.procs, process{name, cmd, done})
+	return nil
+}
+
+// LogFile is the log of cert-manager-controller, -cainjector or -webhook.
 func (m *CertManager) LogFile(name string) string { return filepath.Join(m.opts.Dir, name+".log") }
 
 // Logs are the last n lines of each process's log.
@@ -102,8 +116,10 @@ func (m *CertManager) exited() error {
 // Running reports an error if a process has exited since Start.
 func (m *CertManager) Running() error { return m.exited() }
 
-// Stop stops the processes. The CRDs and objects stay with the cluster.
+// Stop deletes the webhook's configurations and stops the processes. The
+// CRDs and other objects stay with the cluster.
 func (m *CertManager) Stop() {
+	m.unregisterWebhook()
 	for _, p := range m.procs {
 		cluster.Terminate(p.cmd.Process.Pid, p.done)
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
@@ -18,8 +19,9 @@ import (
 // probeNamespace holds the objects with which Start checks cert-manager.
 const probeNamespace = "cert-manager-probe"
 
-// probe checks the controller and the cainjector end to end: a
-// self-signed Issuer signs a CA Certificate, and the cainjector copies its
+// probe checks the webhook, the controller and the cainjector end to end:
+// the API server refuses, through the webhook, a Certificate shorter than
+// cert-manager's minimum; a self-signed Issuer signs a CA Certificate, and the cainjector copies its
 // CA into a ValidatingWebhookConfiguration that names it in
 // cert-manager.io/inject-ca-from. The configuration's one webhook matches
 // no resource the API serves and ignores failures, so it never takes part
@@ -41,6 +43,9 @@ func (m *CertManager) probe(ctx context.Context) error {
 		"spec": map[string]any{"isCA": true, "commonName": "probe", "secretName": "probe",
 			"issuerRef": map[string]any{"name": "probe", "kind": "Issuer"}},
 	}}
+	if err := m.probeWebhook(ctx); err != nil {
+		return err
+	}
 	for _, o := range []struct {
 		obj *unstructured.Unstructured
 		res schema.GroupVersionResource
@@ -53,6 +58,25 @@ func (m *CertManager) probe(ctx context.Context) error {
 		}
 	}
 	return m.probeInjection(ctx)
+}
+
+// probeWebhook creates a Certificate of one minute, which only
+// cert-manager's webhook refuses (its schema allows any duration; cert-
+// manager v1.21, internal/apis/certmanager/validation/certificate.go:
+// "certificate duration must be greater than 1h0m0s").
+func (m *CertManager) probeWebhook(ctx context.Context) error {
+	crt := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
+		"metadata": map[string]any{"name": "probe-too-short", "namespace": probeNamespace},
+		"spec": map[string]any{"commonName": "probe", "secretName": "probe-too-short", "duration": "1m",
+			"issuerRef": map[string]any{"name": "probe", "kind": "Issuer"}},
+	}}
+	_, err := m.dyn.Resource(Certificates).Namespace(probeNamespace).Create(ctx, crt, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil || !strings.Contains(err.Error(), `admission webhook "webhook.cert-manager.io" denied`) ||
+		!strings.Contains(err.Error(), "certificate duration must be greater than") {
+		return fmt.Errorf("a Certificate of one minute: got %v, want cert-manager's webhook to refuse it\n%s", err, m.Logs(20))
+	}
+	return nil
 }
 
 func (m *CertManager) probeInjection(ctx context.Context) error {
