@@ -117,7 +117,10 @@ func TestAPIServerRestart(t *testing.T) {
 				t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
 			}
 			job.checkSum(t, log(ns, sleepyDriver, "spark"))
-			waitClean(t, ns, appID, 30*time.Second)
+			// The executors' pods end within their 30 s grace period; a
+			// deletion the runner's informer sees only after its relist
+			// following the restart can take that long on a loaded machine.
+			waitClean(t, ns, appID, time.Minute)
 			if _, _, seen, _ := execs.Counts(); seen != 2 {
 				t.Errorf("%d executor pods, want 2", seen)
 			}

@@ -32,17 +32,23 @@ func Leftovers(ctx context.Context, client kubernetes.Interface, ns, appID strin
 }
 
 // WaitClean waits until nothing of the application is left and returns
-// when that was first seen; it fails t after timeout.
+// when that was first seen; it fails t after timeout, with what the last
+// answered poll counted and the last error, if any.
 func WaitClean(t testing.TB, client kubernetes.Interface, ns, appID string, timeout time.Duration) time.Time {
 	t.Helper()
 	var p, c, v int
+	var lastErr error
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
-		var err error
-		p, c, v, err = Leftovers(ctx, client, ns, appID)
-		return err == nil && p+c+v == 0, nil
+		pods, cms, pvcs, err := Leftovers(ctx, client, ns, appID)
+		if err != nil {
+			lastErr = err
+			return false, nil
+		}
+		p, c, v = pods, cms, pvcs
+		return p+c+v == 0, nil
 	})
 	if err != nil {
-		t.Fatalf("application %s left %d executor pods, %d ConfigMaps, %d PVCs after %v", appID, p, c, v, timeout)
+		t.Fatalf("application %s left %d executor pods, %d ConfigMaps, %d PVCs after %v (last error: %v)", appID, p, c, v, timeout, lastErr)
 	}
 	return time.Now()
 }
