@@ -39,6 +39,9 @@ func Executor(pod *corev1.Pod, in ExecutorInput) error {
 	c := &pod.Spec.Containers[i]
 	pol := in.Policy
 	applySettings(pod, c, pol.Executor.Defaults, false)
+	if err := inheritDriverSecurity(pod, c, in.Driver); err != nil {
+		return err
+	}
 	if err := enforceExecutorConf(pod, c, pol.Spark.Enforced, in.driverConf()); err != nil {
 		return err
 	}
