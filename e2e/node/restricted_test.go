@@ -55,8 +55,7 @@ func restrictedSparkPi(ctx context.Context, t *testing.T, ns string) {
 	defer cancel()
 	enforceRestricted(ctx, t, ns)
 	const name = "spark-pi-restricted"
-	pod := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate("4.3.0", "2.13", 2), "metadata:\n", "metadata:\n  name: "+name+"\n", 1) +
-		restrictedSparkContext
+	pod := sparkPi430Pod(name, 2) + restrictedSparkContext
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(pod))
 	t.Cleanup(func() { removeDriver(t, ns, name) })
@@ -79,8 +78,7 @@ func nonRootByName(ctx context.Context, t *testing.T, ns string) {
 	defer cancel()
 	enforceRestricted(ctx, t, ns)
 	const name = "spark-pi-nonroot-by-name"
-	pod := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate("4.3.0", "2.13", 1), "metadata:\n", "metadata:\n  name: "+name+"\n", 1) +
-		strings.Replace(restrictedSparkContext, "      runAsUser: 185\n", "", 1)
+	pod := sparkPi430Pod(name, 1) + strings.Replace(restrictedSparkContext, "      runAsUser: 185\n", "", 1)
 	out := kubectl(ctx, t, "-n", ns, "create", "-f", "-", withStdin(pod))
 	t.Cleanup(func() { removeDriver(t, ns, name) })
 	if !strings.Contains(out, "Warning:") || !strings.Contains(out, "non-numeric user") || !strings.Contains(out, "runAsUser: 185") {
@@ -107,4 +105,10 @@ func nonRootByName(ctx context.Context, t *testing.T, ns string) {
 		t.Errorf("the kubelet on a driver with runAsNonRoot and no runAsUser: %v %q, want CreateContainerConfigError for the image's non-numeric user", err, msg)
 	}
 	t.Logf("the kubelet's refusal: %s", msg)
+}
+
+// sparkPi430Pod is a SparkPi 4.3.0 driver pod named name, asking for
+// executors; a securityContext for its Spark container may follow.
+func sparkPi430Pod(name string, executors int) string {
+	return "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate("4.3.0", "2.13", executors), "metadata:\n", "metadata:\n  name: "+name+"\n", 1)
 }

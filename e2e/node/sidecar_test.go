@@ -46,9 +46,7 @@ func sidecarOnTheNode(ctx context.Context, t *testing.T, release, releaseNS, ns 
 	t.Cleanup(func() { setMaxExecutors(context.Background(), 100) })
 
 	const name = "spark-scale"
-	driver := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate("4.3.0", "2.13", scaleExecutors),
-		"metadata:\n", "metadata:\n  name: "+name+"\n", 1)
-	driver = strings.Replace(driver, "      spark.driver.memory 512m\n", "      spark.driver.memory 512m\n"+
+	driver := strings.Replace(sparkPi430Pod(name, scaleExecutors), "      spark.driver.memory 512m\n", "      spark.driver.memory 512m\n"+
 		"      spark.kubernetes.allocation.batch.size "+strconv.Itoa(scaleExecutors)+"\n"+
 		"      spark.kubernetes.executor.node.selector.sparklet-no-such-node true\n", 1)
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(driver))
