@@ -37,21 +37,10 @@ const scaleExecutors = 1000
 func sidecarOnTheNode(ctx context.Context, t *testing.T, release, releaseNS, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 7*time.Minute)
 	defer cancel()
-	setMaxExecutors := func(ctx context.Context, n int) {
-		helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values",
-			"--set", "policy.limits.maxExecutors="+strconv.Itoa(n))
-		kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=3m")
-	}
-	setMaxExecutors(ctx, scaleExecutors)
-	t.Cleanup(func() { setMaxExecutors(context.Background(), 100) })
+	setPolicy(ctx, t, release, releaseNS, "policy.limits.maxExecutors", strconv.Itoa(scaleExecutors), "100")
 
 	const name = "spark-scale"
-	driver := strings.Replace(sparkPi430Pod(name, scaleExecutors), "      spark.driver.memory 512m\n", "      spark.driver.memory 512m\n"+
-		"      spark.kubernetes.allocation.batch.size "+strconv.Itoa(scaleExecutors)+"\n"+
-		"      spark.kubernetes.executor.node.selector.sparklet-no-such-node true\n", 1)
-	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(driver))
-	t.Cleanup(func() { removeDriver(t, ns, name) })
-	pod := waitPodPhase(ctx, t, ns, name, corev1.PodRunning)
+	pod := startPendingDriver(ctx, t, ns, name, scaleExecutors, "spark.kubernetes.allocation.batch.size "+strconv.Itoa(scaleExecutors))
 	appID := pod.Labels[vocab.LabelAppID]
 
 	t.Run("Hardened", func(t *testing.T) { hardenedSidecar(t, pod) })
@@ -83,7 +72,7 @@ func confInitOnTheNode(t *testing.T, pod *corev1.Pod) {
 			t.Errorf("%s: %+v, want terminated with exit code 0", s.Name, s.State)
 		}
 	}
-	dir := nd.EmptyDir(pod, patches.VolumeSpark)
+	dir := nd.PodVolume(pod, "empty-dir", patches.VolumeSpark)
 	files := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || path == dir {
@@ -125,9 +114,12 @@ func sidecarAtScale(ctx context.Context, t *testing.T, pod *corev1.Pod, appID st
 	}
 	created := time.Since(start)
 	metrics := "http://" + pod.Status.PodIP + ":" + strconv.Itoa(int(sidecarPort(t, pod, "metrics"))) + "/metrics"
-	lists := jvmPodLists(ctx, t, metrics)
+	jvmPodLists := func(ctx context.Context) int {
+		return sidecarMetric(ctx, t, metrics, "sparklet_sidecar_jvm_requests_total", `verb="list"`, `resource="pods"`, `code="200"`)
+	}
+	lists := jvmPodLists(ctx)
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		return jvmPodLists(ctx, t, metrics) > lists, nil
+		return jvmPodLists(ctx) > lists, nil
 	}); err != nil {
 		t.Errorf("the JVM never listed its executors again (it polls every 30 s): %v", err)
 	}
@@ -170,8 +162,25 @@ func sidecarAtScale(ctx context.Context, t *testing.T, pod *corev1.Pod, appID st
 		scaleExecutors, created.Round(time.Second), float64(atScale)/(1<<20), float64(peak)/(1<<20), running.MemoryLimit>>20, removed.Round(time.Second))
 }
 
-// jvmPodLists is the sidecar's count of the JVM's successful pod LISTs.
-func jvmPodLists(ctx context.Context, t *testing.T, url string) int {
+// startPendingDriver starts SparkPi 4.3.0 asking for executors that no
+// node can take (a node selector no node has), so they stay Pending and
+// the driver waits for them, and returns the driver once Running. The
+// driver and any executor left are deleted when t ends.
+func startPendingDriver(ctx context.Context, t *testing.T, ns, name string, executors int, conf ...string) *corev1.Pod {
+	t.Helper()
+	extra := "      spark.kubernetes.executor.node.selector.sparklet-no-such-node true\n"
+	for _, c := range conf {
+		extra += "      " + c + "\n"
+	}
+	driver := strings.Replace(sparkPi430Pod(name, executors), "      spark.driver.memory 512m\n", "      spark.driver.memory 512m\n"+extra, 1)
+	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(driver))
+	t.Cleanup(func() { removeDriver(t, ns, name) })
+	return waitPodPhase(ctx, t, ns, name, corev1.PodRunning)
+}
+
+// sidecarMetric sums the samples of a counter of the sidecar's metrics
+// whose labels contain every one of labels.
+func sidecarMetric(ctx context.Context, t *testing.T, url, name string, labels ...string) int {
 	t.Helper()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	resp, err := http.DefaultClient.Do(req)
@@ -183,8 +192,14 @@ func jvmPodLists(ctx context.Context, t *testing.T, url string) int {
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
 		line := sc.Text()
-		if strings.HasPrefix(line, "sparklet_sidecar_jvm_requests_total{") && strings.Contains(line, `verb="list"`) &&
-			strings.Contains(line, `resource="pods"`) && strings.Contains(line, `code="200"`) {
+		if !strings.HasPrefix(line, name+"{") {
+			continue
+		}
+		all := true
+		for _, l := range labels {
+			all = all && strings.Contains(line, l)
+		}
+		if all {
 			f := strings.Fields(line)
 			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			n += int(v)
