@@ -128,6 +128,9 @@ func sidecarAtScale(ctx context.Context, t *testing.T, pod *corev1.Pod, appID st
 		t.Fatal(err)
 	}
 	atScale := running.MemoryPeak
+	if now, err := cp.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil {
+		sidecarNeverRestarted(t, now)
+	}
 
 	kubectl(ctx, t, "-n", pod.Namespace, "delete", "pod", pod.Name, "--wait=false")
 	start = time.Now()
@@ -147,19 +150,25 @@ func sidecarAtScale(ctx context.Context, t *testing.T, pod *corev1.Pod, appID st
 		t.Errorf("%d executors left 2 minutes after the driver was deleted", left)
 	}
 	removed := time.Since(start)
-	final, err := cp.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err == nil {
-		for _, s := range final.Status.InitContainerStatuses {
-			if s.Name == patches.SidecarName && (s.RestartCount != 0 || s.LastTerminationState.Terminated != nil) {
-				t.Errorf("sidecar restarted %d times (last: %+v), want never", s.RestartCount, s.LastTerminationState.Terminated)
-			}
-		}
+	if final, err := cp.Client().CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{}); err == nil {
+		sidecarNeverRestarted(t, final)
 	}
 	if peak >= running.MemoryLimit {
 		t.Errorf("sidecar memory peak %d bytes, at its limit %d", peak, running.MemoryLimit)
 	}
 	t.Logf("%d Pending executors created in %s; sidecar memory peak %.1f MiB with all of them and a LIST served, %.1f MiB including their deletion, limit %d MiB; no executor left %s after the driver's deletion",
 		scaleExecutors, created.Round(time.Second), float64(atScale)/(1<<20), float64(peak)/(1<<20), running.MemoryLimit>>20, removed.Round(time.Second))
+}
+
+// sidecarNeverRestarted fails t if the pod's sidecar restarted (an
+// OOM kill among the reasons).
+func sidecarNeverRestarted(t *testing.T, pod *corev1.Pod) {
+	t.Helper()
+	for _, s := range pod.Status.InitContainerStatuses {
+		if s.Name == patches.SidecarName && (s.RestartCount != 0 || s.LastTerminationState.Terminated != nil) {
+			t.Errorf("sidecar restarted %d times (last: %+v), want never", s.RestartCount, s.LastTerminationState.Terminated)
+		}
+	}
 }
 
 // startPendingDriver starts SparkPi 4.3.0 asking for executors that no
