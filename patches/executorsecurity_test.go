@@ -22,17 +22,24 @@ func restrictedSpark() *corev1.SecurityContext {
 }
 
 func TestExecutorInheritsDriverSecurity(t *testing.T) {
-	own := &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}
 	podCtx := &corev1.PodSecurityContext{FSGroup: ptr.To[int64](185)}
-	fromPolicy := &corev1.SecurityContext{RunAsUser: ptr.To[int64](2000)}
+	with := func(uid int64) *corev1.SecurityContext {
+		c := restrictedSpark()
+		c.RunAsUser = &uid
+		return c
+	}
 	for name, tc := range map[string]struct {
 		executor      *corev1.SecurityContext
 		policyDefault *corev1.SecurityContext
 		want          *corev1.SecurityContext
 	}{
-		"none of its own: the driver's":     {want: restrictedSpark()},
-		"its own (a pod template) is kept":  {executor: own, want: own},
-		"the policy's default comes before": {policyDefault: fromPolicy, want: fromPolicy},
+		"none of its own: the driver's": {want: restrictedSpark()},
+		// Spark 4.3.0 sets allowPrivilegeEscalation and nothing else.
+		"Spark 4.3's allowPrivilegeEscalation alone": {executor: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}, want: restrictedSpark()},
+		"its own field (a pod template) is kept":     {executor: &corev1.SecurityContext{RunAsUser: ptr.To[int64](1000)}, want: with(1000)},
+		"the policy's default comes before":          {policyDefault: &corev1.SecurityContext{RunAsUser: ptr.To[int64](2000)}, want: with(2000)},
+		"the policy's default fills Spark 4.3's": {
+			executor: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}, policyDefault: &corev1.SecurityContext{RunAsUser: ptr.To[int64](2000)}, want: with(2000)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			in := executorInput(t)

@@ -20,8 +20,8 @@ import (
 func warnNonRootByName(pod *corev1.Pod, p *plan) error {
 	c := p.container(pod)
 	d, e := p.pol.Driver.Defaults, p.pol.Driver.Enforced
-	podCtx := firstSet(e.SecurityContext, pod.Spec.SecurityContext, d.SecurityContext)
-	cCtx := firstSet(e.ContainerSecurityContext, c.SecurityContext, d.ContainerSecurityContext)
+	podCtx := effectiveContext(pod.Spec.SecurityContext, d.SecurityContext, e.SecurityContext)
+	cCtx := effectiveContext(c.SecurityContext, d.ContainerSecurityContext, e.ContainerSecurityContext)
 	var nonRoot *bool
 	var uid *int64
 	if podCtx != nil {
@@ -43,13 +43,24 @@ func warnNonRootByName(pod *corev1.Pod, p *plan) error {
 	return nil
 }
 
-// firstSet is the first of the security contexts that is set.
-func firstSet[T any](first, second, third *T) *T {
-	if first != nil {
-		return first
+// effectiveContext is the security context applySettings gives a pod or
+// container that has own: the enforced one, else own with the default's
+// fields where own leaves them unset.
+func effectiveContext[T corev1.SecurityContext | corev1.PodSecurityContext](own, def, enforced *T) *T {
+	switch {
+	case enforced != nil:
+		return enforced
+	case own == nil || def == nil:
+		return firstNonNil(own, def)
 	}
-	if second != nil {
-		return second
+	merged := *own
+	fillUnset(&merged, def)
+	return &merged
+}
+
+func firstNonNil[T any](a, b *T) *T {
+	if a != nil {
+		return a
 	}
-	return third
+	return b
 }
