@@ -3,6 +3,7 @@ package node
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -113,15 +114,21 @@ func sidecarAtScale(ctx context.Context, t *testing.T, pod *corev1.Pod, appID st
 		t.Fatalf("%d executors never created: %v\nsidecar:\n%s", scaleExecutors, err, tail(podLogs(ctx, t, pod.Namespace, pod.Name, patches.SidecarName), 20))
 	}
 	created := time.Since(start)
+	t.Logf("%d Pending executors created in %s", scaleExecutors, created.Round(time.Second))
 	metrics := "http://" + pod.Status.PodIP + ":" + strconv.Itoa(int(sidecarPort(t, pod, "metrics"))) + "/metrics"
-	jvmPodLists := func(ctx context.Context) int {
-		return sidecarMetric(ctx, t, metrics, "sparklet_sidecar_jvm_requests_total", `verb="list"`, `resource="pods"`, `code="200"`)
+	jvmPodLists := func(ctx context.Context) (int, error) {
+		return sidecarMetric(ctx, metrics, "sparklet_sidecar_jvm_requests_total", `verb="list"`, `resource="pods"`, `code="200"`)
 	}
-	lists := jvmPodLists(ctx)
+	lists, err := jvmPodLists(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-		return jvmPodLists(ctx) > lists, nil
+		n, err := jvmPodLists(ctx)
+		return err == nil && n > lists, nil
 	}); err != nil {
-		t.Errorf("the JVM never listed its executors again (it polls every 30 s): %v", err)
+		t.Errorf("the JVM never listed its executors again through the sidecar (it polls every 30 s): %v\nsidecar:\n%s\ndriver:\n%s", err,
+			tail(podLogs(ctx, t, pod.Namespace, pod.Name, patches.SidecarName), 20), tail(podLogs(ctx, t, pod.Namespace, pod.Name, "spark"), 20))
 	}
 	running, err := nd.Inspect(pod, patches.SidecarName)
 	if err != nil {
@@ -189,12 +196,14 @@ func startPendingDriver(ctx context.Context, t *testing.T, ns, name string, exec
 
 // sidecarMetric sums the samples of a counter of the sidecar's metrics
 // whose labels contain every one of labels.
-func sidecarMetric(ctx context.Context, t *testing.T, url, name string, labels ...string) int {
-	t.Helper()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+func sidecarMetric(ctx context.Context, url, name string, labels ...string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		t.Fatalf("sidecar metrics: %v", err)
+		return 0, fmt.Errorf("sidecar metrics: %w", err)
 	}
 	defer resp.Body.Close()
 	n := 0
@@ -214,7 +223,7 @@ func sidecarMetric(ctx context.Context, t *testing.T, url, name string, labels .
 			n += int(v)
 		}
 	}
-	return n
+	return n, sc.Err()
 }
 
 func sidecarSpec(t *testing.T, pod *corev1.Pod) corev1.Container {

@@ -91,8 +91,8 @@ func tokenRotation(ctx context.Context, t *testing.T, release, releaseNS, ns str
 		t.Errorf("no replacement executor after the first token expired: %v\nsidecar:\n%s", err, tail(podLogs(ctx, t, ns, name, patches.SidecarName), 20))
 	}
 	metrics := "http://" + pod.Status.PodIP + ":" + strconv.Itoa(int(sidecarPort(t, pod, "metrics"))) + "/metrics"
-	if n := sidecarMetric(ctx, t, metrics, "sparklet_sidecar_api_requests_total", `code="401"`); n != 0 {
-		t.Errorf("the sidecar's API requests were refused as unauthenticated %d times", n)
+	if n, err := sidecarMetric(ctx, metrics, "sparklet_sidecar_api_requests_total", `code="401"`); err != nil || n != 0 {
+		t.Errorf("the sidecar's API requests refused as unauthenticated: %d (%v), want none", n, err)
 	}
 	t.Logf("replacement executor created by the sidecar %s after the first token expired", time.Since(expires).Round(time.Second))
 }
