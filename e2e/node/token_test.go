@@ -51,7 +51,7 @@ func tokenRotation(ctx context.Context, t *testing.T, release, releaseNS, ns str
 	}
 
 	var renewed time.Time
-	if err := wait.PollUntilContextTimeout(ctx, 5*time.Second, tokenLifetime*time.Second, true, func(context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 5*time.Second, (tokenLifetime+60)*time.Second, true, func(context.Context) (bool, error) {
 		now, err := os.ReadFile(file)
 		if err == nil && string(now) != string(first) {
 			renewed, _ = tokenTimes(t, now)
