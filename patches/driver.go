@@ -47,6 +47,7 @@ var (
 		{"effective conf", finishConf},
 		{"overwrites", refuseOverwrites},
 		{"enforced pod settings", warnEnforcedReplaces},
+		{"non-root by name", warnNonRootByName},
 		{"local dirs", planLocalDirs},
 		{"executor service account", refuseLentServiceAccount},
 		{"sidecar ports", refuseSidecarPorts},

@@ -44,11 +44,21 @@ func applySettings(pod *corev1.Pod, c *corev1.Container, s policy.PodSettings, e
 	setString(&pod.Spec.PriorityClassName, s.PriorityClassName, enforced)
 	setString(&pod.Spec.SchedulerName, s.SchedulerName, enforced)
 	setString(&pod.Spec.ServiceAccountName, s.ServiceAccountName, enforced)
-	if s.SecurityContext != nil && (enforced || pod.Spec.SecurityContext == nil) {
+	// A default security context fills the fields the pod leaves unset:
+	// Spark 4.3 sets allowPrivilegeEscalation on every executor container.
+	switch {
+	case s.SecurityContext == nil:
+	case enforced || pod.Spec.SecurityContext == nil:
 		pod.Spec.SecurityContext = s.SecurityContext.DeepCopy()
+	default:
+		fillUnset(pod.Spec.SecurityContext, s.SecurityContext)
 	}
-	if s.ContainerSecurityContext != nil && (enforced || c.SecurityContext == nil) {
+	switch {
+	case s.ContainerSecurityContext == nil:
+	case enforced || c.SecurityContext == nil:
 		c.SecurityContext = s.ContainerSecurityContext.DeepCopy()
+	default:
+		fillUnset(c.SecurityContext, s.ContainerSecurityContext)
 	}
 	for _, r := range s.ImagePullSecrets {
 		pod.Spec.ImagePullSecrets = upsert(pod.Spec.ImagePullSecrets, r, secretRef, false)

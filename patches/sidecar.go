@@ -68,13 +68,16 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 }
 
 // restrictedContext is the security context of the containers sparklet
-// injects.
+// injects. The group is set too: sparklet's image has no /etc/passwd, and
+// for a runAsUser alone containerd then runs the process in group 0
+// (oci.WithUserID, containerd v2.4).
 func restrictedContext() *corev1.SecurityContext {
 	yes, no := true, false
 	uid := sidecarUID
 	return &corev1.SecurityContext{
 		RunAsNonRoot:             &yes,
 		RunAsUser:                &uid,
+		RunAsGroup:               &uid,
 		ReadOnlyRootFilesystem:   &yes,
 		AllowPrivilegeEscalation: &no,
 		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -47,19 +48,31 @@ func runSidecar(a *app, cfg sidecar.Config) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
-	rc, err := restConfig(cfg.Kubeconfig)
-	if err != nil {
-		return err
-	}
-	rc.UserAgent = "sparklet-sidecar"
-	rc.QPS, rc.Burst = 100, 200
 	s := sidecar.New(cfg, a.log)
-	rc.Wrap(s.WrapTransport)
-	client, err := kubecore.New(rc)
+	client, err := sidecarClient(cfg.Kubeconfig, s.WrapTransport)
 	if err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return s.Run(ctx, client)
+}
+
+// sidecarClient is the sidecar's client of the API server. In a pod it
+// acts with the projected service-account token, which the kubelet
+// replaces at 80% of its lifetime (pkg/kubelet/token/token_manager.go,
+// v1.37.2): rest.InClusterConfig names the token's file (BearerTokenFile,
+// client-go rest/config.go, v0.36.6), as a kubeconfig's tokenFile does,
+// and client-go rereads that file every minute
+// (transport.NewCachedFileTokenSource), so a rotated token reaches the
+// sidecar without a restart.
+func sidecarClient(kubeconfig string, wrap func(http.RoundTripper) http.RoundTripper) (kubecore.Interface, error) {
+	rc, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	rc.UserAgent = "sparklet-sidecar"
+	rc.QPS, rc.Burst = 100, 200
+	rc.Wrap(wrap)
+	return kubecore.New(rc)
 }

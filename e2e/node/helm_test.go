@@ -20,7 +20,7 @@ import (
 // their Service, the policy-check hook Job runs, `helm test` passes, a
 // driver pod is injected, and `helm uninstall` removes the release.
 func TestHelmInstall(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
 	const release, releaseNS, jobs = "sparklet", "sparklet-system", "spark-jobs"
 	if _, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: jobs}}, metav1.CreateOptions{}); err != nil {
@@ -90,6 +90,10 @@ spec:
 	t.Run("RestartAPIServer", func(t *testing.T) { apiServerRestarted(ctx, t, jobs, releaseNS) })
 	t.Run("PodSecurityRestricted", func(t *testing.T) { restrictedDriver(ctx, t, jobs) })
 	t.Run("Workloads", func(t *testing.T) { workloads(ctx, t, release, releaseNS) })
+	t.Run("RestrictedSparkPi", func(t *testing.T) { restrictedSparkPi(ctx, t, jobs) })
+	t.Run("RestrictedNonRootByName", func(t *testing.T) { nonRootByName(ctx, t, jobs) })
+	t.Run("Sidecar", func(t *testing.T) { sidecarOnTheNode(ctx, t, release, releaseNS, jobs) })
+	t.Run("TokenRotation", func(t *testing.T) { tokenRotation(ctx, t, release, releaseNS, jobs) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {

@@ -15,6 +15,9 @@ import (
 type Container struct {
 	// MemoryLimit is the memory cgroup's limit in bytes.
 	MemoryLimit int64
+	// MemoryPeak is the most memory the cgroup has used, in bytes
+	// (memory.max_usage_in_bytes of cgroup v1, page cache included).
+	MemoryPeak int64
 	// UID and GID are the effective user and group of its first process.
 	UID, GID int
 	// CapEff is its first process's effective capabilities (hex).
@@ -31,12 +34,14 @@ func (n *Node) Inspect(pod *corev1.Pod, container string) (*Container, error) {
 		return nil, err
 	}
 	c := &Container{}
-	limit, err := os.ReadFile(filepath.Join(dir, "memory.limit_in_bytes"))
-	if err != nil {
-		return nil, err
-	}
-	if c.MemoryLimit, err = strconv.ParseInt(strings.TrimSpace(string(limit)), 10, 64); err != nil {
-		return nil, err
+	for file, v := range map[string]*int64{"memory.limit_in_bytes": &c.MemoryLimit, "memory.max_usage_in_bytes": &c.MemoryPeak} {
+		data, err := os.ReadFile(filepath.Join(dir, file))
+		if err != nil {
+			return nil, err
+		}
+		if *v, err = strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err != nil {
+			return nil, fmt.Errorf("%s: %w", file, err)
+		}
 	}
 	pids, err := cgroupProcs(dir)
 	if err != nil {

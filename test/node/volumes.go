@@ -16,7 +16,7 @@ import (
 // pkg/kubelet/kubelet_getters.go). It fails unless the kubelet mounted a
 // tmpfs there, as it does for every Secret volume.
 func (n *Node) SecretVolume(pod *corev1.Pod, volume string) (string, error) {
-	dir := n.path("kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~secret", volume)
+	dir := n.PodVolume(pod, "secret", volume)
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return "", err
@@ -40,4 +40,11 @@ func (n *Node) SecretVolume(pod *corev1.Pod, volume string) (string, error) {
 		return "", err
 	}
 	return "", fmt.Errorf("no tmpfs mounted at %s for Secret volume %s of pod %s/%s", dir, volume, pod.Namespace, pod.Name)
+}
+
+// PodVolume is where the kubelet keeps a volume of pod on the node: its
+// root directory's pods/<uid>/volumes/kubernetes.io~<kind>/<name>, kind
+// being empty-dir, projected, configmap, secret or downward-api.
+func (n *Node) PodVolume(pod *corev1.Pod, kind, name string) string {
+	return n.path("kubelet", "pods", string(pod.UID), "volumes", "kubernetes.io~"+kind, name)
 }
