@@ -15,13 +15,15 @@ import (
 )
 
 // eachVersion runs f as a subtest of t for the newest pinned Spark line,
-// five minutes each. The pod runner's suite (e2e/realspark) runs the same
-// job on 3.5.9 too; on the node each version costs about five minutes of
-// CI, so the list holds only the newest.
+// nine minutes each: on CI's two cores, beside the pod runner's suite,
+// executors took two and a half minutes to register. The pod runner's
+// suite (e2e/realspark) runs the same job on 3.5.9 too; on the node each
+// version costs about five minutes of CI, so the list holds only the
+// newest.
 func eachVersion(ctx context.Context, t *testing.T, f func(ctx context.Context, t *testing.T, version string)) {
 	for _, v := range []string{"4.3.0"} {
 		t.Run(v, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+			ctx, cancel := context.WithTimeout(ctx, 9*time.Minute)
 			defer cancel()
 			f(ctx, t, v)
 		})
@@ -88,7 +90,7 @@ func sidecarKilled(ctx context.Context, t *testing.T, ns string) {
 			return false
 		})
 		restarted := time.Since(killed)
-		r.checkSucceeded(ctx, t, r.waitEnded(ctx, t, 3*time.Minute))
+		r.checkSucceeded(ctx, t, r.waitEnded(ctx, t, 6*time.Minute))
 		r.waitClean(t, 30*time.Second)
 		// As on the pod runner (e2e/realspark TestSidecarKilled): a kill
 		// between the API server creating an executor and the JVM hearing
@@ -118,7 +120,7 @@ func apiServerRestarted(ctx context.Context, t *testing.T, ns, releaseNS string)
 			t.Fatal(err)
 		}
 		back := time.Since(restart)
-		r.checkSucceeded(ctx, t, r.waitEnded(ctx, t, 3*time.Minute))
+		r.checkSucceeded(ctx, t, r.waitEnded(ctx, t, 6*time.Minute))
 		r.waitClean(t, 30*time.Second)
 		if _, _, seen, _ := r.execs.Counts(); seen != 2 {
 			t.Errorf("%d executor pods, want 2", seen)

@@ -215,13 +215,14 @@ func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
 	}
 }
 
-// restrictedDriver puts ns at Pod Security restricted and creates (dry
-// run, after every admission plugin) a driver whose Spark container meets
-// it: what sparklet injects beside it (the conf init container with the
-// Spark container's security context, the sidecar with its own) passes
-// too. Without the Spark container's context the pod is refused.
+// restrictedDriver puts ns at Pod Security restricted (as it was after)
+// and creates (dry run, after every admission plugin) a driver whose
+// Spark container meets it: what sparklet injects beside it (the conf
+// init container with the Spark container's security context, the
+// sidecar with its own) passes too. Without the Spark container's
+// context the pod is refused.
 func restrictedDriver(ctx context.Context, t *testing.T, ns string) {
-	kubectl(ctx, t, "label", "--overwrite", "namespace", ns, "pod-security.kubernetes.io/enforce=restricted")
+	enforceRestricted(ctx, t, ns)
 	pod := func(securityContext string) string {
 		return `apiVersion: v1
 kind: Pod
@@ -233,14 +234,7 @@ spec:
     args: [driver, --class, org.apache.spark.examples.SparkPi, local:///opt/spark/examples/jars/spark-examples_2.13-4.3.0.jar]
 ` + securityContext
 	}
-	const restricted = `    securityContext:
-      runAsNonRoot: true
-      runAsUser: 185
-      allowPrivilegeEscalation: false
-      capabilities: {drop: [ALL]}
-      seccompProfile: {type: RuntimeDefault}
-`
-	out := kubectl(ctx, t, "-n", ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.initContainers[*].name}", "-f", "-", withStdin(pod(restricted)))
+	out := kubectl(ctx, t, "-n", ns, "create", "--dry-run=server", "-o", "jsonpath={.spec.initContainers[*].name}", "-f", "-", withStdin(pod(restrictedSparkContext)))
 	if !strings.Contains(out, "sparklet-sidecar") {
 		t.Errorf("restricted driver admitted without the sidecar: init containers %q", out)
 	}
