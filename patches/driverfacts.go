@@ -28,11 +28,14 @@ type DriverFacts struct {
 	// driver has no batch scheduler.
 	Scheduling    *Scheduling
 	SchedulingErr error
+	// Spark is the driver's Spark container (driverSparkContainer); nil
+	// when the pod has none or at admission.
+	Spark *corev1.Container
 }
 
 // ReadDriver parses an injected driver pod's facts.
 func ReadDriver(pod *corev1.Pod) *DriverFacts {
-	d := &DriverFacts{Pod: pod}
+	d := &DriverFacts{Pod: pod, Spark: driverSparkContainer(pod)}
 	if conf, err := EffectiveConf(pod.Annotations); err != nil {
 		d.ConfErr = fmt.Errorf("annotations %s and %s: %w", vocab.AnnotationSparkConf, vocab.AnnotationEffectiveConf, err)
 	} else {

@@ -43,7 +43,7 @@ func Executor(pod *corev1.Pod, in ExecutorInput) (ExecutorResult, error) {
 	c := &pod.Spec.Containers[i]
 	pol := in.Policy
 	applySettings(pod, c, pol.Executor.Defaults, false)
-	if err := inheritDriverSecurity(pod, c, d.Pod); err != nil {
+	if err := inheritDriverSecurity(pod, c, d); err != nil {
 		return ExecutorResult{}, err
 	}
 	if err := enforceExecutorConf(pod, c, pol.Spark.Enforced, d.Conf); err != nil {

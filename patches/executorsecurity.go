@@ -25,17 +25,18 @@ import (
 // driver's code in the driver's image, so they get what the driver runs
 // with. A privileged driver passes nothing on: executors are never
 // privileged (checkExecutor).
-func inheritDriverSecurity(pod *corev1.Pod, c *corev1.Container, driver *corev1.Pod) error {
-	if driver == nil {
+func inheritDriverSecurity(pod *corev1.Pod, c *corev1.Container, d *DriverFacts) error {
+	if d == nil || d.Pod == nil {
 		return nil
 	}
+	driver := d.Pod
 	if driver.Spec.SecurityContext != nil {
 		if pod.Spec.SecurityContext == nil {
 			pod.Spec.SecurityContext = &corev1.PodSecurityContext{}
 		}
 		fillUnset(pod.Spec.SecurityContext, driver.Spec.SecurityContext)
 	}
-	spark := driverSparkContainer(driver)
+	spark := d.Spark
 	if spark == nil || spark.SecurityContext == nil {
 		return nil
 	}
