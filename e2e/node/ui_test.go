@@ -69,10 +69,10 @@ spec:
 	// The script prints its count once its job has run on the executors:
 	// the SparkContext, its UI among it, has started by then.
 	waitLog(ctx, t, ns, name, "spark", "counted 100\n")
-	local := portForward(ctx, t, ns, "pod/"+name, 4040)
-	body, err := get(ctx, "http://"+local+"/api/v1/applications")
+	local, forwarder := portForward(ctx, t, ns, "pod/"+name, 4040)
+	body, err := getRetrying(ctx, "http://"+local+"/api/v1/applications", 2*time.Minute)
 	if err != nil {
-		t.Fatalf("the Spark UI through kubectl port-forward: %v", err)
+		t.Fatalf("the Spark UI through kubectl port-forward: %v\nkubectl port-forward said:\n%s", err, forwarder)
 	}
 	t.Logf("Spark UI through kubectl port-forward %s after kubectl apply: %s", time.Since(start).Round(100*time.Millisecond), body)
 	var apps []struct{ ID, Name string }
@@ -87,8 +87,8 @@ spec:
 }
 
 // portForward runs `kubectl port-forward target :port` until t ends and
-// returns the local address it listens on.
-func portForward(ctx context.Context, t *testing.T, ns, target string, port int) string {
+// returns the local address it listens on and what it prints on stderr.
+func portForward(ctx context.Context, t *testing.T, ns, target string, port int) (string, *syncbuffer.Buffer) {
 	t.Helper()
 	cmd := exec.Command("kubectl", "--kubeconfig", cp.Kubeconfig(), "-n", ns, "port-forward", "--address", "127.0.0.1", target, fmt.Sprintf(":%d", port))
 	stdout, err := cmd.StdoutPipe()
@@ -111,11 +111,35 @@ func portForward(ctx context.Context, t *testing.T, ns, target string, port int)
 	for sc.Scan() {
 		if m := forwarding.FindStringSubmatch(sc.Text()); m != nil {
 			go func() { _, _ = io.Copy(io.Discard, stdout) }()
-			return m[1]
+			return m[1], stderr
 		}
 	}
 	t.Fatalf("kubectl port-forward %s exited without listening:\n%s", target, stderr)
-	return ""
+	return "", nil
+}
+
+// getRetrying fetches url until it answers 200 or within has passed, each
+// try for up to 30 seconds: one 10-second try timed out in a CI run, while
+// the suite loaded both cores (the UI starts its REST servlet on the first
+// call).
+func getRetrying(ctx context.Context, url string, within time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	tries := 0
+	for {
+		tries++
+		try, cancelTry := context.WithTimeout(ctx, 30*time.Second)
+		body, err := get(try, url)
+		cancelTry()
+		if err == nil {
+			return body, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("%d tries in %s, the last: %w", tries, within, err)
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // get fetches url and returns its body, or an error for any status but 200.
@@ -124,9 +148,7 @@ func get(ctx context.Context, url string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return "", err
 	}
