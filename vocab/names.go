@@ -48,6 +48,7 @@ const (
 	EnvPolicy           = "SPARKLET_POLICY"            // the namespace's effective policy, as JSON
 	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
 	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
+	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
 )
 
 // The webhook's env in the other containers it injects or changes.
