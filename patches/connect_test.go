@@ -19,7 +19,9 @@ func TestConnect(t *testing.T) {
 			p.Spec.Containers[0].Args = append([]string{"driver", "--class", server}, args...)
 		}
 	}
-	restart := func(r corev1.RestartPolicy) func(*corev1.Pod) { return func(p *corev1.Pod) { p.Spec.RestartPolicy = r } }
+	restart := func(r corev1.RestartPolicy) func(*corev1.Pod) {
+		return func(p *corev1.Pod) { p.Spec.RestartPolicy = r }
+	}
 	cases := []struct {
 		name      string
 		pod       *corev1.Pod
