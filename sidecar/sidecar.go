@@ -25,8 +25,8 @@ type Sidecar struct {
 	client  kubecore.Interface
 	log     *logrus.Entry
 	metrics *metrics
-	appID   string // the pod's spark-app-selector
-	apps    *apps  // the application the JVM runs
+	appID   string               // the pod's spark-app-selector
+	apps    *apps                // the application the JVM runs
 	driver  *patches.DriverFacts // as read and checked at start
 	events  *recorder
 	api     *API // once prepared
