@@ -101,11 +101,17 @@ func imageVersion(image string) string {
 // OnFailure). Spark then picks the application id and the executor name
 // prefix of each JVM, and the sidecar cleans up after each one; a fixed
 // prefix would name the executors of every JVM alike. The API server
-// defaults restartPolicy to Always before the webhook is called; an empty
-// one (`sparklet inject` of a pod that names none) is taken as Never.
+// defaults restartPolicy to Always before the webhook is called. Offline
+// (`sparklet inject`), an empty one is taken as Always in a workload's
+// template (a Job's must name Never or OnFailure, a Deployment's is
+// Always) and as Never in a pod.
 func planAppPerJVM(pod *corev1.Pod, p *plan) error {
 	switch pod.Spec.RestartPolicy {
 	case corev1.RestartPolicyAlways, corev1.RestartPolicyOnFailure:
+	case "":
+		if !p.in.Template {
+			return nil
+		}
 	default:
 		return nil
 	}
