@@ -85,9 +85,7 @@ func hasConnectJar(conf map[string]string) bool {
 // only the line.
 func imageVersion(image string) string {
 	l := lineOfImage(image)
-	name := image[strings.LastIndex(image, "/")+1:]
-	name, _, _ = strings.Cut(name, "@")
-	_, tag, _ := strings.Cut(name, ":")
+	tag, _ := imageTag(image)
 	tag, _, _ = strings.Cut(strings.TrimPrefix(tag, "v"), "-")
 	if parts := strings.Split(tag, "."); len(parts) == 3 && tag == fmt.Sprintf("%d.%d.%s", l.major, l.minor, parts[2]) {
 		return tag
