@@ -30,7 +30,8 @@ func jvmExecutor(app string, id int) *corev1.Pod {
 func (h *harness) collectionDeletes(resource string) []string {
 	var out []string
 	for _, a := range h.client.Actions() {
-		if d, ok := a.(k8stesting.DeleteCollectionAction); ok && d.GetResource().Resource == resource {
+		// A list action has list restrictions too.
+		if d, ok := a.(k8stesting.DeleteCollectionAction); ok && a.GetVerb() == "delete-collection" && d.GetResource().Resource == resource {
 			out = append(out, d.GetListRestrictions().Labels.String())
 		}
 	}
@@ -142,4 +143,34 @@ func TestAppPerJVM(t *testing.T) {
 	}
 	h.done <- nil // for the cleanup hook
 	h.waitCollectionDelete("pods", all+",spark-role=executor")
+}
+
+// TestAppPerJVMSidecarRestarted: a sidecar that starts while a JVM runs
+// (it was restarted) takes the container's earlier termination as
+// handled, re-adopts the running JVM's application, whose executors are
+// this driver's, and deletes only what older JVMs left.
+func TestAppPerJVMSidecarRestarted(t *testing.T) {
+	sc := newTestSidecar(t, "")
+	sc.cfg.AppPerJVM = true
+	drv := driver()
+	drv.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	drv.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "spark", RestartCount: 1,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}},
+		LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 137,
+			FinishedAt: metav1.NewTime(time.Now().Add(-time.Minute))}}}}
+	const running = "spark-4e5f"
+	exec := jvmExecutor(running, 1)
+	exec.Namespace = testNS
+	exec.Labels[vocab.LabelDriverApp] = testApp
+	exec.Status.Phase = corev1.PodRunning
+	h := startSidecar(t, sc, drv, exec)
+
+	h.waitListed("spark-app-selector%3D"+running+"%2Cspark-role%3Dexecutor", 1)
+	all := vocab.LabelDriverApp + "=" + testApp
+	h.waitCollectionDelete("pods", all+",spark-app-selector!="+running+",spark-role=executor")
+	for _, sel := range h.collectionDeletes("pods") {
+		if !strings.Contains(sel, "!="+running) {
+			t.Errorf("collection delete %q would delete the running JVM's executors", sel)
+		}
+	}
 }
