@@ -35,11 +35,13 @@ func TestConnectServerRestart(t *testing.T) {
 	pod := connectPod(t, ns)
 	podApp := pod.Labels[vocab.LabelAppID]
 	first := waitConnectApp(t, ns, pod.Name, podApp, "", 2)
+	waitServerStarted(t, ns, pod.Name, 1)
 
 	killed := time.Now()
 	killJVM(t, ns, pod.Name, first, "Spark "+d.Version+": the first JVM's executors")
 
 	second := waitConnectApp(t, ns, pod.Name, podApp, first, 2)
+	waitServerStarted(t, ns, pod.Name, 2)
 	t.Logf("Spark %s: the restarted JVM runs application %s (the first ran %s), %v after the kill", d.Version, second, first,
 		time.Since(killed).Round(time.Millisecond))
 	names := map[string]string{}
@@ -116,6 +118,19 @@ func waitConnectApp(t *testing.T, ns, pod, podApp, not string, n int) string {
 		t.Fatalf("never %d running executors of an application other than %q: %v (running: %v)\n%s", n, not, err, running, driverLogTail(ns, pod))
 	}
 	return app
+}
+
+// waitServerStarted waits until the pod's Spark container has logged the
+// start of n Connect servers (SparkConnectServer.main, 4.3.0).
+func waitServerStarted(t *testing.T, ns, pod string, n int) {
+	t.Helper()
+	const started = "Spark Connect server started at"
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Count(log(ns, pod, "spark"), started) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("the log does not say %q %d times\n%s", started, n, driverLogTail(ns, pod))
+	}
 }
 
 func restarts(statuses []corev1.ContainerStatus, name string) int32 {
