@@ -105,7 +105,11 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if cs, ok := findStatus(pod.Status.ContainerStatuses, st.SparkContainer); ok {
 		r.line("spark container %s: %s", st.SparkContainer, containerState(cs))
 	}
-	sel := labels.SelectorFromSet(labels.Set{vocab.LabelAppID: st.AppID, vocab.LabelRole: "executor"}).String()
+	key := vocab.LabelAppID
+	if st.AppPerJVM { // each JVM's executors carry its own application id
+		key = vocab.LabelDriverApp
+	}
+	sel := labels.SelectorFromSet(labels.Set{key: st.AppID, vocab.LabelRole: "executor"}).String()
 	execs, err := o.Client.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {
 		r.line("executors: not listed: %v", err)

@@ -35,7 +35,7 @@ func run(t *testing.T, input string, p *policy.Policy) (string, error) {
 
 func TestExamples(t *testing.T) {
 	p := examplePolicy(t)
-	for _, file := range []string{"spark-pi-pod.yaml", "spark-pi-job.yaml", "spark-pi-cronjob.yaml", "pyspark-pod.yaml", "yunikorn-driver.yaml", "kueue-driver.yaml"} {
+	for _, file := range []string{"spark-pi-pod.yaml", "spark-pi-job.yaml", "spark-pi-cronjob.yaml", "pyspark-pod.yaml", "yunikorn-driver.yaml", "kueue-driver.yaml", "connect-deployment.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			in, err := os.ReadFile("../examples/" + file)
 			if err != nil {

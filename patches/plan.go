@@ -4,6 +4,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/sparklet/sparklet/fetch/spec"
+	"github.com/sparklet/sparklet/patches/submitargs"
 	"github.com/sparklet/sparklet/policy"
 )
 
@@ -21,6 +22,14 @@ type plan struct {
 	confDigest string
 	fetch      []spec.Entry // the remote dependencies; nil when none
 	appID      string
+	// cmd is the Spark container's command line as spark-submit reads it.
+	cmd submitargs.Command
+	// connect is ConnectServer or ConnectPlugin for a Spark Connect
+	// server, else empty (planConnect).
+	connect string
+	// appPerJVM is set when the container restarts in place, so that each
+	// JVM is an application of its own (planAppPerJVM).
+	appPerJVM bool
 	// sched is the driver's batch scheduler and its settings; nil for none.
 	sched *policy.Scheduling
 	// imageConf is where the conf init container copies the image's conf

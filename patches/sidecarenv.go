@@ -38,11 +38,14 @@ type SidecarEnv struct {
 	// that annotation records, and refuses to start if it no longer
 	// matches. Empty (pods injected before it) skips that check.
 	SchedulingSHA256 string
+	// AppPerJVM is set when every JVM of the Spark container is an
+	// application of its own (docs/connect.md); rendered only when set.
+	AppPerJVM bool
 }
 
 // EnvVars renders the env for the sidecar container.
 func (e SidecarEnv) EnvVars() []corev1.EnvVar {
-	return []corev1.EnvVar{
+	env := []corev1.EnvVar{
 		valueOrField(vocab.EnvPodName, e.PodName, "metadata.name"),
 		valueOrField(vocab.EnvPodNamespace, e.Namespace, "metadata.namespace"),
 		{Name: vocab.EnvListen, Value: e.Listen},
@@ -53,6 +56,10 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 		{Name: vocab.EnvConfSHA256, Value: e.ConfSHA256},
 		{Name: vocab.EnvSchedulingSHA256, Value: e.SchedulingSHA256},
 	}
+	if e.AppPerJVM {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvAppPerJVM, Value: "true"})
+	}
+	return env
 }
 
 func valueOrField(name, value, fieldPath string) corev1.EnvVar {
@@ -83,6 +90,7 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		PolicyJSON:       get(vocab.EnvPolicy, ""),
 		ConfSHA256:       get(vocab.EnvConfSHA256, ""),
 		SchedulingSHA256: get(vocab.EnvSchedulingSHA256, ""),
+		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
 	}
 }
 

@@ -35,6 +35,7 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 	if err != nil {
 		return err
 	}
+	p.cmd = cmd
 	command := confSource{fmt.Sprintf("container %q", c.Name), args.conf, args.from, false}
 	if cmd.Launcher == "python" {
 		if command, err = readPySparkSubmitArgs(c, env, p); err != nil {
@@ -113,7 +114,7 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.kubernetes.driver.pod.name"] = "${env:" + vocab.EnvPodName + "}"
 	p.conf["spark.driver.host"] = "${env:" + vocab.EnvPodIP + "}"
 	p.conf["spark.driver.bindAddress"] = "${env:" + envBindAddress + "}"
-	if p.appID != "" { // a template's pods each get their own
+	if p.appID != "" && !p.appPerJVM { // a template's pods each get their own; Spark gives each JVM its own
 		p.conf["spark.app.id"] = p.appID
 	}
 	p.conf["spark.kubernetes.authenticate.oauthTokenFile"] = TokenFile

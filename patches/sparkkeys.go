@@ -55,9 +55,7 @@ func (l sparkLine) atLeast(o sparkLine) bool {
 // lineOfImage tells the Spark line from an image tag such as
 // apache/spark:3.5.4 or :v4.0.1-python3; other tags are the newest line.
 func lineOfImage(image string) sparkLine {
-	name := image[strings.LastIndex(image, "/")+1:]
-	name, _, _ = strings.Cut(name, "@")
-	_, tag, ok := strings.Cut(name, ":")
+	tag, ok := imageTag(image)
 	if !ok {
 		return newestLine
 	}
@@ -71,6 +69,15 @@ func lineOfImage(image string) sparkLine {
 		return newestLine
 	}
 	return sparkLine{major, minor}
+}
+
+// imageTag is an image reference's tag, without a digest; ok is false
+// when it has none.
+func imageTag(image string) (tag string, ok bool) {
+	name := image[strings.LastIndex(image, "/")+1:]
+	name, _, _ = strings.Cut(name, "@")
+	_, tag, ok = strings.Cut(name, ":")
+	return tag, ok
 }
 
 // isSpark3Image tells from an image tag that the image runs Spark 3.x.

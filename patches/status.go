@@ -24,6 +24,13 @@ type Status struct {
 	// TokenContainers kept the pod's service-account token, as the
 	// policy's tokenContainers asked.
 	TokenContainers []string `json:"tokenContainers,omitempty"`
+	// Connect is ConnectServer or ConnectPlugin for a Spark Connect
+	// server.
+	Connect string `json:"connect,omitempty"`
+	// AppPerJVM is set when every JVM the Spark container runs is an
+	// application of its own, with an id Spark picks; AppID then names
+	// the pod's applications together (its executors' sparklet.io/driver-app).
+	AppPerJVM bool `json:"appPerJVM,omitempty"`
 }
 
 // annotate records the effective configuration, which the JVM reads through
@@ -36,6 +43,7 @@ func annotate(pod *corev1.Pod, p *plan, done *Status) error {
 
 	status := *done
 	status.Version, status.AppID, status.SparkContainer = p.in.Version, p.appID, p.container(pod).Name
+	status.Connect, status.AppPerJVM = p.connect, p.appPerJVM
 	sort.Strings(status.Volumes)
 	sort.Strings(status.Env)
 	// On re-injection there is nothing left to remove; keep the record.

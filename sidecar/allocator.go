@@ -28,7 +28,7 @@ type allocator struct {
 	// start; later edits of the pod are not followed (admitted.go).
 	driver    *patches.DriverFacts
 	policy    *policy.Effective
-	appID     string
+	apps      *apps
 	namespace string
 	events    *recorder
 	metrics   *metrics
@@ -54,11 +54,11 @@ type allocator struct {
 // newAllocator returns an allocator that creates at most
 // sidecar.createConcurrency executors at once and sidecar.createQPS a
 // second, as the policy (with its defaults filled in) says.
-func newAllocator(client kubecore.Interface, st *state, driver *patches.DriverFacts, pol *policy.Effective, namespace, appID string,
+func newAllocator(client kubecore.Interface, st *state, driver *patches.DriverFacts, pol *policy.Effective, namespace string, apps *apps,
 	ev *recorder, m *metrics, log *logrus.Entry) *allocator {
 	conc := pol.Sidecar.CreateConcurrency
 	return &allocator{
-		client: client, state: st, driver: driver, policy: pol, appID: appID, namespace: namespace, events: ev, metrics: m, log: log,
+		client: client, state: st, driver: driver, policy: pol, apps: apps, namespace: namespace, events: ev, metrics: m, log: log,
 		limiter: flowcontrol.NewTokenBucketRateLimiter(float32(pol.Sidecar.CreateQPS), conc),
 		slots:   make(chan struct{}, conc),
 		now:     time.Now,
@@ -93,10 +93,15 @@ func (a *allocator) create(ctx context.Context, pod *corev1.Pod) (created, error
 	if pod.Labels == nil {
 		pod.Labels = map[string]string{}
 	}
-	res, err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: a.driver, AppID: a.appID})
+	app, err := a.apps.use(ctx, pod.Labels[vocab.LabelAppID])
+	if err != nil {
+		return created{}, err
+	}
+	res, err := patches.Executor(pod, patches.ExecutorInput{Policy: a.policy, Driver: a.driver, AppID: app})
 	if err != nil {
 		return created{}, a.refuse(pod.Name, err)
 	}
+	a.apps.stamp(&pod.ObjectMeta)
 	var warnings []string
 	for _, w := range res.Warnings {
 		a.events.warning(w.Reason, w.Message)
@@ -131,7 +136,7 @@ func (a *allocator) createLimited(ctx context.Context, pod *corev1.Pod) (*corev1
 	switch {
 	case apierrors.IsAlreadyExists(err):
 		existing, gerr := a.client.Pods(a.namespace).Get(ctx, pod.Name, metav1.GetOptions{})
-		if gerr == nil && existing.Labels[vocab.LabelAppID] == a.appID {
+		if gerr == nil && a.apps.owns(existing.Labels) {
 			return existing, false, nil
 		}
 		return nil, false, err

@@ -21,7 +21,7 @@ const fieldManager = "sparklet-sidecar"
 // application. Reads come from the informer cache.
 type API struct {
 	namespace string
-	appID     string
+	apps      *apps  // the application the JVM runs
 	driver    string // the driver pod's name
 	token     []byte
 	client    kubecore.Interface

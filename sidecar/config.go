@@ -24,6 +24,7 @@ type Config struct {
 	PolicyJSON       string // vocab.EnvPolicy: the effective policy, JSON
 	ConfSHA256       string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
 	SchedulingSHA256 string // vocab.EnvSchedulingSHA256: digest of the sparklet.io/scheduling the webhook wrote
+	AppPerJVM        bool   // vocab.EnvAppPerJVM: every JVM of the Spark container is an application of its own
 	Kubeconfig       string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration

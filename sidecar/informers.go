@@ -30,7 +30,7 @@ const (
 // Spark container ends. The informers run until stop is closed.
 func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*state, <-chan struct{}, error) {
 	execPods := s.podInformer(func(o *metav1.ListOptions) {
-		o.LabelSelector = vocab.LabelAppID + "=" + s.appID + "," + vocab.LabelRole + "=executor"
+		o.LabelSelector = s.apps.all().String() + "," + vocab.LabelRole + "=executor"
 	})
 	driverPods := s.podInformer(func(o *metav1.ListOptions) {
 		o.FieldSelector = fields.OneTermEqualSelector("metadata.name", s.cfg.PodName).String()
@@ -48,7 +48,7 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 		driverName: s.cfg.PodName,
 		executors: &source{store: execPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(hubSize, hubBytes),
 			keep: func(p *cachedPod) bool {
-				return p.Labels[vocab.LabelAppID] == s.appID && p.Labels[vocab.LabelRole] == "executor"
+				return s.apps.owns(p.Labels) && p.Labels[vocab.LabelRole] == "executor"
 			}},
 		driverSource: &source{store: driverPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
 			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},

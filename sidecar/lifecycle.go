@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
@@ -15,12 +16,22 @@ import (
 )
 
 // sparkEndedHandler returns an event handler for the driver pod's informer
-// and a channel it closes once the Spark container has ended.
+// and a channel it closes once the Spark container has ended. When every
+// JVM is an application of its own, the container restarts instead, and
+// the handler cleans up after each JVM that ends; ended stays open.
 func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct{}) {
 	ended := make(chan struct{})
 	var once sync.Once
 	check := func(obj any) {
-		if pod, ok := cachedOf(obj); ok && pod.pod != nil && sparkTerminated(pod.pod, s.cfg.SparkContainer) {
+		pod, ok := cachedOf(obj)
+		switch {
+		case !ok || pod.pod == nil:
+		case s.apps.perJVM:
+			// jvmEnded skips what it handled; it may wait for an adoption.
+			if t := lastTermination(pod.pod, s.cfg.SparkContainer); !t.IsZero() {
+				go s.apps.jvmEnded(t)
+			}
+		case sparkTerminated(pod.pod, s.cfg.SparkContainer):
 			once.Do(func() { close(ended) })
 		}
 	}
@@ -40,12 +51,13 @@ func sparkTerminated(pod *corev1.Pod, container string) bool {
 	return false
 }
 
-// cleanup deletes the application's executor pods, executor ConfigMaps and
-// PVCs: what Spark's own stop() would delete had the JVM stopped cleanly.
-func cleanup(ctx context.Context, client kubecore.Interface, namespace, appID string) error {
+// cleanup deletes the executor pods, executor ConfigMaps and PVCs that sel
+// selects (apps.all, apps.others): what Spark's own stop() would delete had
+// the JVM stopped cleanly.
+func cleanup(ctx context.Context, client kubecore.Interface, namespace string, sel labels.Selector) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
-	app := vocab.LabelAppID + "=" + appID
+	app := sel.String()
 
 	steps := []struct {
 		what string
@@ -63,7 +75,7 @@ func cleanup(ctx context.Context, client kubecore.Interface, namespace, appID st
 	}
 	for _, s := range steps {
 		if err := s.run(); err != nil {
-			return fmt.Errorf("delete %s of %s: %w", s.what, appID, err)
+			return fmt.Errorf("delete %s (%s): %w", s.what, app, err)
 		}
 	}
 	return nil
@@ -77,7 +89,7 @@ func (s *Sidecar) cleanupAndReport(why string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CleanupTimeout)
 	defer cancel()
 	start := time.Now()
-	err := cleanup(ctx, s.client, s.cfg.Namespace, s.appID)
+	err := cleanup(ctx, s.client, s.cfg.Namespace, s.apps.all())
 	if err != nil {
 		s.events.warning("CleanupFailed", err.Error())
 		s.log.WithError(err).Error("cleanup failed")

@@ -12,7 +12,7 @@ import (
 
 // protectedLabels may not be changed through the sidecar: they scope what
 // it serves.
-var protectedLabels = []string{vocab.LabelAppID, vocab.LabelRole}
+var protectedLabels = []string{vocab.LabelAppID, vocab.LabelRole, vocab.LabelDriverApp}
 
 // checkMetadataPatch allows patches that only touch labels and annotations
 // (and resourceVersion, which fabric8's edit diff adds as a lock).

@@ -32,7 +32,12 @@ func (a *API) servePassThrough(w http.ResponseWriter, req *request) {
 		writeError(w, err)
 		return
 	}
-	lo := metav1.ListOptions{LabelSelector: sel.withApp(a.appID).String(), FieldSelector: sel.fields.String()}
+	app, err := a.apps.use(req.Context(), sel.app())
+	if err != nil {
+		writeError(w, err)
+		return
+	}
+	lo := metav1.ListOptions{LabelSelector: a.apps.scope(sel.labels, app).String(), FieldSelector: sel.fields.String()}
 	switch req.verb {
 	case "list": // persistentvolumeclaims only
 		list, err := a.client.PersistentVolumeClaims(a.namespace).List(req.Context(), lo)
@@ -134,10 +139,16 @@ func (a *API) decodeOwned(req *request, obj any, meta *metav1.ObjectMeta) error 
 		return err
 	}
 	gr := schema.GroupResource{Resource: req.resource}
-	if got := meta.Labels[vocab.LabelAppID]; got != a.appID {
-		return apierrors.NewForbidden(gr, meta.Name,
-			fmt.Errorf("it must carry label %s=%s (this driver's application), got %q", vocab.LabelAppID, a.appID, got))
+	got := meta.Labels[vocab.LabelAppID]
+	app, err := a.apps.use(req.Context(), got)
+	if err != nil {
+		return err
 	}
+	if got != app || app == "" {
+		return apierrors.NewForbidden(gr, meta.Name,
+			fmt.Errorf("it must carry label %s=%s (this driver's application), got %q", vocab.LabelAppID, app, got))
+	}
+	a.apps.stamp(meta)
 	if meta.Namespace != "" && meta.Namespace != a.namespace {
 		return apierrors.NewForbidden(gr, meta.Name, fmt.Errorf("namespace must be %s", a.namespace))
 	}

@@ -48,6 +48,9 @@ func (a *API) listPods(w http.ResponseWriter, req *request) {
 	src := a.state.executors
 	if sel.driverOnly(a.driver) {
 		src = a.state.driverSource
+	} else if _, err := a.apps.use(req.Context(), sel.app()); err != nil {
+		writeError(w, err)
+		return
 	}
 	if req.verb == "list" {
 		pods, rv := src.list(sel)
@@ -112,6 +115,10 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 	}
 	opts, err := req.deleteOptions()
 	if err != nil {
+		writeError(w, err)
+		return
+	}
+	if _, err := a.apps.use(req.Context(), sel.app()); err != nil {
 		writeError(w, err)
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 
 	"github.com/sparklet/sparklet/vocab"
 )
@@ -52,8 +51,8 @@ func (s selectors) driverOnly(driver string) bool {
 	return ok && v == driver
 }
 
-// withApp narrows the label selector to this application.
-func (s selectors) withApp(appID string) labels.Selector {
-	req, _ := labels.NewRequirement(vocab.LabelAppID, selection.Equals, []string{appID})
-	return s.labels.Add(*req)
+// app is the application the label selector names, or "".
+func (s selectors) app() string {
+	v, _ := s.labels.RequiresExactMatch(vocab.LabelAppID)
+	return v
 }

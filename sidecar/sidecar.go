@@ -25,7 +25,8 @@ type Sidecar struct {
 	client  kubecore.Interface
 	log     *logrus.Entry
 	metrics *metrics
-	appID   string
+	appID   string               // the pod's spark-app-selector
+	apps    *apps                // the application the JVM runs
 	driver  *patches.DriverFacts // as read and checked at start
 	events  *recorder
 	api     *API // once prepared
@@ -109,10 +110,10 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 	}
 	s.metrics.watchPhases(st)
 	api := &API{
-		namespace: s.cfg.Namespace, appID: s.appID, driver: s.cfg.PodName, token: token, client: s.client,
+		namespace: s.cfg.Namespace, apps: s.apps, driver: s.cfg.PodName, token: token, client: s.client,
 		state: st, metrics: s.metrics, log: s.log, server: serverVersion(ctx, s.client),
 	}
-	api.alloc = newAllocator(s.client, st, s.driver, pol, s.cfg.Namespace, s.appID, s.events, s.metrics, s.log)
+	api.alloc = newAllocator(s.client, st, s.driver, pol, s.cfg.Namespace, s.apps, s.events, s.metrics, s.log)
 	return api, ended, nil
 }
 
@@ -131,6 +132,8 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	}
 	s.log = s.log.WithField("app", s.appID)
 	s.events = newRecorder(s.client, own, s.log)
+	s.apps = &apps{perJVM: s.cfg.AppPerJVM, pod: s.appID, namespace: s.cfg.Namespace, client: s.client, log: s.log,
+		events: s.events, timeout: s.cfg.CleanupTimeout, ended: lastTermination(own, s.cfg.SparkContainer)}
 	return s.checkAdmitted(own)
 }
 

@@ -17,6 +17,9 @@ const (
 	LabelInject  = "sparklet.io/inject"  // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
 	LabelManaged = "sparklet.io/managed" // the sidecar writes "true" on the executors it created; operators select them with it
 	LabelUIFor   = "sparklet.io/ui-for"  // the sidecar writes the driver's name on its Spark UI Service; the sidecar reads it
+	// LabelDriverApp: the sidecar of a driver whose every JVM is an application of its own writes the driver pod's
+	// spark-app-selector on the executors, ConfigMaps and PVCs of each; it watches and cleans up by it
+	LabelDriverApp = "sparklet.io/driver-app"
 )
 
 // sparklet's annotations on a driver pod, and on the executors the sidecar
@@ -48,6 +51,7 @@ const (
 	EnvPolicy           = "SPARKLET_POLICY"            // the namespace's effective policy, as JSON
 	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
 	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
+	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
 )
 
 // The webhook's env in the other containers it injects or changes.

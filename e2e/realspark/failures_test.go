@@ -25,16 +25,7 @@ func TestDriverKilled(t *testing.T) {
 			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
 
-			pid := containerProcess(t, ns, sleepyDriver, "spark", "java")
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			killed := time.Now()
-			gone := waitClean(t, ns, appID, 30*time.Second)
-			t.Logf("Spark %s: executors gone %v after the driver JVM was killed", d.Version, gone.Sub(killed).Round(time.Millisecond))
-			if took := gone.Sub(killed); took > 5*time.Second {
-				t.Errorf("executors gone %v after the driver was killed, want within 5s", took.Round(time.Millisecond))
-			}
+			killJVM(t, ns, sleepyDriver, appID, "Spark "+d.Version+": executors")
 			done := waitPod(t, ns, sleepyDriver, "finished", time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 			if done.Status.Phase != corev1.PodFailed {
 				t.Errorf("driver pod %s after its JVM was killed, want Failed", done.Status.Phase)
@@ -126,6 +117,22 @@ func TestAPIServerRestart(t *testing.T) {
 			}
 			execs.CheckNoDuplicates(t)
 		})
+	}
+}
+
+// killJVM kills the JVM of pod's Spark container with SIGKILL and checks
+// that what application appID left (what, for the log) is gone within 5 s.
+func killJVM(t *testing.T, ns, pod, appID, what string) {
+	t.Helper()
+	pid := containerProcess(t, ns, pod, "spark", "java")
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	took := waitClean(t, ns, appID, 30*time.Second).Sub(killed)
+	t.Logf("%s gone %v after the JVM was killed", what, took.Round(time.Millisecond))
+	if took > 5*time.Second {
+		t.Errorf("%s gone %v after the JVM was killed, want within 5s", what, took.Round(time.Millisecond))
 	}
 }
 

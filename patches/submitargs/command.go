@@ -11,7 +11,8 @@ import (
 type Command struct {
 	// Launcher is the program that reads spark-submit's options:
 	// "driver" (the image's entrypoint), "spark-submit", "pyspark",
-	// "spark-shell", "spark-sql", "sparkR" or "run-example"; "python" for a
+	// "spark-shell", "spark-sql", "sparkR", "run-example" or
+	// "start-connect-server.sh"; "python" for a
 	// Python program, which has no options to read; empty when there is
 	// nothing to read.
 	Launcher string
@@ -39,6 +40,22 @@ var launchers = map[string][]string{
 	"spark-sql":    {"--class", "org.apache.spark.sql.hive.thriftserver.SparkSQLCLIDriver"},
 	"sparkR":       {"sparkr-shell-main", "--name", "SparkR"},
 	"run-example":  {"run-example"},
+}
+
+// ConnectLauncher is sbin/start-connect-server.sh, which starts the Spark
+// Connect server through spark-daemon.sh.
+const ConnectLauncher = "start-connect-server.sh"
+
+// connectServerArgs are spark-submit's arguments when start-connect-server.sh
+// runs with args: a first --wait only sets SPARK_NO_DAEMONIZE, and
+// spark-daemon.sh runs `spark-submit --class <ConnectServerClass> --name
+// "Spark Connect server" "$@"` (apache/spark sbin/start-connect-server.sh and
+// sbin/spark-daemon.sh, 4.3.0; the same since 3.4, without --wait in 3.5).
+func connectServerArgs(args []string) []string {
+	if len(args) > 0 && args[0] == "--wait" {
+		args = args[1:]
+	}
+	return append([]string{"--class", ConnectServerClass, "--name", "Spark Connect server"}, args...)
 }
 
 var pythonName = regexp.MustCompile(`^python[0-9.]*$`)
@@ -79,6 +96,8 @@ func read(words []string, depth int) (Command, error) {
 		return read(words[1:], depth+1)
 	case launchers[prog] != nil || prog == "spark-submit":
 		return submit(prog, append(append([]string{}, launchers[prog]...), words[1:]...))
+	case prog == ConnectLauncher:
+		return submit(prog, connectServerArgs(words[1:]))
 	case pythonName.MatchString(prog):
 		return Command{Launcher: "python"}, nil
 	case prog == "env":

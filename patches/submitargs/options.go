@@ -90,12 +90,18 @@ var confKeys = map[string]string{
 
 // mixedClasses are the main classes whose launch scripts let spark-submit
 // options and the shell's own arguments mix: SparkSubmitCommandBuilder's
-// specialClasses (spark-shell's and spark-sql's, and the Thrift server's).
+// specialClasses (spark-shell's and spark-sql's, the Thrift server's and
+// the Spark Connect server's, in launcher/.../SparkSubmitCommandBuilder.java
+// of 3.5.9 and 4.3.0).
 var mixedClasses = map[string]bool{
 	"org.apache.spark.repl.Main":                               true,
 	"org.apache.spark.sql.hive.thriftserver.SparkSQLCLIDriver": true,
 	"org.apache.spark.sql.hive.thriftserver.HiveThriftServer2": true,
+	ConnectServerClass: true,
 }
+
+// ConnectServerClass is the Spark Connect server's main class.
+const ConnectServerClass = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
 // mixedResources are the first arguments that make the launcher accept
 // mixed arguments (SparkSubmitCommandBuilder's constructor): bin/pyspark

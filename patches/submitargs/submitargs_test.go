@@ -32,6 +32,8 @@ func TestParseSubmit(t *testing.T) {
 		{"spark-shell class mixes", []string{"--class", "org.apache.spark.repl.Main", "-I", "init.scala", "--executor-cores", "2"},
 			[]Option{{"--class", "org.apache.spark.repl.Main"}, {"--executor-cores", "2"}}, "", []string{"-I", "init.scala"}, ""},
 		{"no resource", []string{"--version"}, []Option{{"--version", ""}}, "", nil, ""},
+		{"the Connect server class mixes", []string{"--class", ConnectServerClass, "--wait", "--conf", "spark.a=1"},
+			[]Option{{"--class", ConnectServerClass}, {"--conf", "spark.a=1"}}, "", []string{"--wait"}, ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -103,6 +105,8 @@ func TestRead(t *testing.T) {
 		{"script file", []string{"bash", "/run.sh"}, nil, "", 0, "bash runs a script file"},
 		{"compound script", []string{"sh", "-c", "set -e; spark-submit x.py"}, nil, "", 0, "not one simple command (it uses ;)"},
 		{"unknown program", []string{"java", "-cp", "x", "Main"}, nil, "", 0, "java is not spark-submit"},
+		{"start-connect-server.sh", []string{"/opt/spark/sbin/start-connect-server.sh", "--conf", "spark.a=1"}, nil, ConnectLauncher, 3, ""},
+		{"start-connect-server.sh --wait", nil, []string{"/opt/spark/sbin/start-connect-server.sh", "--wait", "--packages", "x:y:1"}, ConnectLauncher, 3, ""},
 		{"nested shells", []string{"sh", "-c", `sh -c "sh -c 'spark-submit --conf spark.a=1 x.py'"`}, nil, "spark-submit", 1, ""},
 	}
 	for _, tc := range cases {
@@ -115,6 +119,10 @@ func TestRead(t *testing.T) {
 				t.Errorf("Read = %+v, want launcher %q, %d options, unchecked %q", c, tc.launcher, tc.opts, tc.unchecked)
 			}
 		})
+	}
+	c, err := Read([]string{"bash", "-c", "exec /opt/spark/sbin/start-connect-server.sh --wait --conf spark.a=1"}, nil)
+	if class, _ := c.Submit.Last("--class"); err != nil || class != ConnectServerClass || len(c.Submit.AppArgs) != 0 {
+		t.Errorf("start-connect-server.sh reads as %+v, %v; want --class %s, --wait dropped", c, err, ConnectServerClass)
 	}
 	if _, err := Read([]string{"spark-submit", "--bogus"}, nil); err == nil {
 		t.Error("an unknown option before the resource must be an error")

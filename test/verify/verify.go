@@ -33,8 +33,12 @@ func Driver(pod *corev1.Pod) []string {
 	if !strings.HasPrefix(conf["spark.master"], "k8s://http://127.0.0.1:") {
 		bad("spark.master = %q, want the sidecar on 127.0.0.1", conf["spark.master"])
 	}
-	if conf["spark.app.id"] != st.AppID {
-		bad("spark.app.id = %q, want %q", conf["spark.app.id"], st.AppID)
+	want := st.AppID
+	if st.AppPerJVM { // Spark picks each JVM's
+		want = ""
+	}
+	if conf["spark.app.id"] != want {
+		bad("spark.app.id = %q, want %q", conf["spark.app.id"], want)
 	}
 	if conf["spark.kubernetes.namespace"] == "" || conf["spark.kubernetes.driver.pod.name"] == "" {
 		bad("namespace or driver pod name missing from the effective conf")
