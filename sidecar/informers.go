@@ -52,9 +52,12 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 			}},
 		driverSource: &source{store: driverPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
 			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},
+		ends: newExecutorEnds(s.events),
 	}
-	if _, err := execPods.AddEventHandler(st.executors.hub.handler()); err != nil {
-		return nil, nil, err
+	for _, h := range []cache.ResourceEventHandler{st.executors.hub.handler(), st.ends.handler()} {
+		if _, err := execPods.AddEventHandler(h); err != nil {
+			return nil, nil, err
+		}
 	}
 	if _, err := driverPods.AddEventHandler(st.driverSource.hub.handler()); err != nil {
 		return nil, nil, err

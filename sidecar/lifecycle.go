@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
@@ -20,7 +19,7 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 	ended := make(chan struct{})
 	var once sync.Once
 	check := func(obj any) {
-		if pod, ok := cachedOf(obj); ok && pod.pod != nil && sparkTerminated(pod.pod, s.cfg.SparkContainer) {
+		if pod, ok := cachedOf(obj); ok && pod.pod != nil && sparkTermination(pod.pod, s.cfg.SparkContainer) != nil {
 			once.Do(func() { close(ended) })
 		}
 	}
@@ -28,16 +27,6 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 		AddFunc:    check,
 		UpdateFunc: func(_, obj any) { check(obj) },
 	}, ended
-}
-
-// sparkTerminated reports whether the Spark container has ended.
-func sparkTerminated(pod *corev1.Pod, container string) bool {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // cleanup deletes the application's executor pods, executor ConfigMaps and

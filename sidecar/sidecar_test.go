@@ -424,7 +424,9 @@ func newTestSidecar(tb testing.TB, policyYAML string) *Sidecar {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return New(cfg, log.WithField("component", "sidecar"))
+	sc := New(cfg, log.WithField("component", "sidecar"))
+	sc.endWait = 0 // the tests stop the sidecar without ending the Spark container
+	return sc
 }
 
 // TestExecutorNeverRunsAsTheDriverAccount: whatever names the driver's

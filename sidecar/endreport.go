@@ -1,0 +1,109 @@
+package sidecar
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/sparklet/sparklet/vocab"
+)
+
+// endStatusWait is how long a sidecar asked to stop waits for the Spark
+// container's termination to reach it: the kubelet stops native sidecars
+// once the main containers have exited, and writes their status
+// asynchronously (pkg/kubelet/status, Kubernetes 1.37).
+const endStatusWait = 5 * time.Second
+
+// reportEnd classifies how the application ended and records it on the
+// driver pod: an Event whose reason is the class, the annotation
+// sparklet.io/ended, and the condition sparklet.io/<class>. It runs before
+// the sidecar exits, and the kubelet makes a pod terminal only once none
+// of its containers can be running (mergePodStatus, couldHaveRunningContainers,
+// pkg/kubelet/status/status_manager.go, 1.37), so the condition is there
+// when a Job's controller matches its podFailurePolicy against the failed
+// pod. The kubelet keeps every condition type it does not own
+// (PodConditionByKubelet, pkg/kubelet/types/pod_status.go).
+func (s *Sidecar) reportEnd() ending {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.CleanupTimeout)
+	defer cancel()
+	pod, facts := s.endFacts(ctx)
+	e := classify(facts)
+	log := s.log.WithField("class", e.class)
+	if e.failed() {
+		s.events.warning(e.class, e.message)
+		log.Warn("the application ended: " + e.message)
+	} else {
+		s.events.normal(e.class, e.message)
+		log.Info("the application ended: " + e.message)
+	}
+	if pod == nil {
+		return e
+	}
+	for _, w := range []struct {
+		what        string
+		subresource []string
+		patch       map[string]any
+	}{
+		{"the annotation " + vocab.AnnotationEnded, nil,
+			map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationEnded: e.class + ": " + e.message}}}},
+		{"the condition " + vocab.ConditionPrefix + e.class + " (RBAC: patch on pods/status)", []string{"status"},
+			map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
+				Type: corev1.PodConditionType(vocab.ConditionPrefix + e.class), Status: corev1.ConditionTrue,
+				Reason: e.class, Message: e.message, LastTransitionTime: metav1.Now()}}}}},
+	} {
+		body, _ := json.Marshal(w.patch)
+		_, err := s.client.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
+			metav1.PatchOptions{FieldManager: fieldManager}, w.subresource...)
+		if err != nil {
+			msg := fmt.Sprintf("could not write %s on the driver pod: %v", w.what, err)
+			log.Warn(msg)
+			s.events.warning("EndNotRecorded", msg)
+		}
+	}
+	return e
+}
+
+// endFacts gathers what classify reads: the driver pod as the informer
+// has it last, or as the API server has it when its Spark container has
+// not ended there yet, and what the allocator and the executors' informer
+// saw. pod is nil when neither has the driver pod.
+func (s *Sidecar) endFacts(ctx context.Context) (*corev1.Pod, endFacts) {
+	var f endFacts
+	if s.api == nil {
+		return nil, f
+	}
+	f.executors = s.api.state.ends.close()
+	f.quota, f.policy = s.api.alloc.refusals()
+	var pod *corev1.Pod
+	if c, ok := s.api.state.driverSource.get(s.cfg.PodName); ok {
+		pod = c.pod
+	}
+	if pod == nil || sparkTermination(pod, s.cfg.SparkContainer) == nil {
+		if fresh, err := s.client.Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{}); err == nil {
+			pod = fresh
+		}
+	}
+	if pod == nil {
+		return nil, f
+	}
+	f.spark = sparkTermination(pod, s.cfg.SparkContainer)
+	f.deleting = pod.DeletionTimestamp != nil
+	f.exception = pod.Annotations[vocab.AnnotationExitException]
+	return pod, f
+}
+
+// sparkTermination is the Spark container's termination, nil while it
+// runs.
+func sparkTermination(pod *corev1.Pod, container string) *corev1.ContainerStateTerminated {
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name == container {
+			return s.State.Terminated
+		}
+	}
+	return nil
+}
