@@ -3,6 +3,7 @@ package sidecar
 import (
 	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,6 +46,8 @@ type endFacts struct {
 	// quota and policy are the executor creations refused by a
 	// ResourceQuota, and by the policy, its limits or admission.
 	quota, policy refusals
+	// deadline is the policy's sidecar.executorScheduleDeadlineSeconds.
+	deadline time.Duration
 }
 
 // refusals counts refused executor creations and keeps the last reason.
@@ -53,43 +56,71 @@ type refusals struct {
 	last  string
 }
 
-// classify says how the application ended. Its own end comes first: a
-// driver killed by the kubelet or a signal says nothing of the
-// application. Then what made the JVM fail beyond its code: executors lost
-// to OOM, creations refused (when no executor ever ran, or Spark gave up
-// after too many executor failures); else the failure is the application's.
+// classify says how the application ended. The Spark container's own end
+// comes first: killed at its memory limit, or exited 0. Then a cause in
+// the executors: lost to OOM (when the JVM failed by itself), creations
+// refused (when no executor ever ran, or Spark gave up after too many
+// executor failures), none scheduled within the deadline. Then a signal;
+// else the failure is the application's own.
 func classify(f endFacts) ending {
 	t := f.spark
 	switch {
-	case t == nil:
-		return ending{vocab.EndDriverKilled, "the sidecar was stopped while the Spark container was still running" + deletingNote(f.deleting)}
-	case t.Reason == "OOMKilled":
+	case t != nil && t.Reason == "OOMKilled":
 		return ending{vocab.EndDriverOOMKilled, fmt.Sprintf("the kubelet killed the Spark container at its memory limit (OOMKilled, exit code %d): "+
 			"raise the driver container's memory limit, or lower spark.driver.memory", t.ExitCode)}
-	case t.ExitCode == 0:
+	case t != nil && t.ExitCode == 0:
 		return ending{vocab.EndSucceeded, "the Spark container exited 0" + f.executors.note()}
-	case t.ExitCode > 128:
-		return ending{vocab.EndDriverKilled, fmt.Sprintf("the Spark container ended on %s", exitCode(t.ExitCode)) + deletingNote(f.deleting)}
 	}
-	failedWith := fmt.Sprintf("the application failed (exit code %d)", t.ExitCode)
-	why := firstLine(f.exception)
-	if why != "" {
-		why = ": " + why
+	if e, ok := executorsCause(f); ok {
+		return e
 	}
-	gaveUp := t.ExitCode == exitCodeTooManyExecutorFailure || !f.executors.ran
+	if t == nil || t.ExitCode > 128 {
+		return ending{vocab.EndDriverKilled, ended(f)}
+	}
+	if why := firstLine(f.exception); why != "" {
+		return ending{vocab.EndUserError, ended(f) + ": " + why}
+	}
+	return ending{vocab.EndUserError, ended(f) + "; the Spark container's log has why"}
+}
+
+// executorsCause is the cause of a failure found in the executors, if any.
+func executorsCause(f endFacts) (ending, bool) {
+	x := f.executors
+	jvmFailed := f.spark != nil && f.spark.ExitCode <= 128
+	gaveUp := !x.ran || f.spark != nil && f.spark.ExitCode == exitCodeTooManyExecutorFailure
 	switch {
-	case f.executors.nOOM > 0:
+	case x.nOOM > 0 && jvmFailed:
 		return ending{vocab.EndExecutorsOOMKilled, fmt.Sprintf("%s after %d executor(s) were lost to OOM (%s): raise spark.executor.memory or "+
-			"spark.executor.memoryOverhead%s", failedWith, f.executors.nOOM, f.executors.oomNames(), why)}
+			"spark.executor.memoryOverhead%s", ended(f), x.nOOM, x.oomNames(), prefixed(": ", firstLine(f.exception)))}, true
 	case f.quota.count > 0 && gaveUp:
 		return ending{vocab.EndQuotaRefused, fmt.Sprintf("%s after a ResourceQuota refused %d executor creation(s): %s",
-			failedWith, f.quota.count, f.quota.last)}
+			ended(f), f.quota.count, f.quota.last)}, true
 	case f.policy.count > 0 && gaveUp:
-		return ending{vocab.EndPolicyRefused, fmt.Sprintf("%s after %d executor creation(s) were refused: %s", failedWith, f.policy.count, f.policy.last)}
-	case why != "":
-		return ending{vocab.EndUserError, failedWith + why}
+		return ending{vocab.EndPolicyRefused, fmt.Sprintf("%s after %d executor creation(s) were refused: %s", ended(f), f.policy.count, f.policy.last)}, true
+	case f.deadline > 0 && !x.scheduled && x.waited >= f.deadline:
+		return ending{vocab.EndExecutorsNeverScheduled, fmt.Sprintf("%s with no executor scheduled in %s (policy sidecar.executorScheduleDeadlineSeconds: %s)%s",
+			ended(f), x.waited.Round(time.Second), f.deadline, schedulerSays(x.unschedulable))}, true
 	}
-	return ending{vocab.EndUserError, failedWith + "; the Spark container's log has why"}
+	return ending{}, false
+}
+
+// ended says how the Spark container ended, when it did not exit 0.
+func ended(f endFacts) string {
+	switch t := f.spark; {
+	case t == nil:
+		return "the sidecar was stopped while the Spark container was still running" + deletingNote(f.deleting)
+	case t.ExitCode > 128:
+		return "the Spark container ended on " + exitCode(t.ExitCode) + deletingNote(f.deleting)
+	default:
+		return fmt.Sprintf("the application failed (exit code %d)", t.ExitCode)
+	}
+}
+
+func prefixed(prefix, s string) string {
+	if s == "" {
+		return ""
+	}
+	return prefix + s
 }
 
 func deletingNote(deleting bool) string {

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -56,6 +57,17 @@ func TestClassify(t *testing.T) {
 		{"quota, Spark gave up (exit 11)", endFacts{spark: exited(11, "Error"), executors: ran, quota: quota, policy: policy}, vocab.EndQuotaRefused, nil, ""},
 		{"policy, no executor ever ran", endFacts{spark: exited(1, "Error"), policy: policy}, vocab.EndPolicyRefused,
 			[]string{"2 executor creation(s) were refused", "image evil/spark"}, ""},
+		{"driver SIGTERM after executors were lost to OOM", endFacts{spark: exited(143, "Error"), executors: oomLost(1, true)}, vocab.EndDriverKilled,
+			[]string{"SIGTERM"}, "OOM"},
+		{"killed with no executor scheduled past the deadline", endFacts{spark: exited(143, "Error"), deadline: 10 * time.Minute,
+			executors: failureCounts{waited: 11 * time.Minute, unschedulable: "Unschedulable: 0/1 nodes are available: 1 Insufficient cpu."}},
+			vocab.EndExecutorsNeverScheduled, []string{"SIGTERM", "no executor scheduled in 11m0s", "10m0s", "Insufficient cpu"}, ""},
+		{"quota before never scheduled", endFacts{spark: exited(1, "Error"), quota: quota, deadline: time.Minute,
+			executors: failureCounts{waited: time.Hour}}, vocab.EndQuotaRefused, nil, ""},
+		{"failed before the deadline", endFacts{spark: exited(1, "Error"), exception: npe, deadline: 10 * time.Minute,
+			executors: failureCounts{waited: time.Minute}}, vocab.EndUserError, []string{"NumberFormatException"}, "scheduled"},
+		{"executors scheduled, never ran", endFacts{spark: exited(143, "Error"), deadline: time.Minute,
+			executors: failureCounts{waited: 0, scheduled: true}}, vocab.EndDriverKilled, nil, "scheduled"},
 		{"refusals, executors ran, the application threw", endFacts{spark: exited(1, "Error"), executors: ran, quota: quota, exception: npe},
 			vocab.EndUserError, []string{"NumberFormatException"}, "quota"},
 	} {

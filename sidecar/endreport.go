@@ -79,6 +79,7 @@ func (s *Sidecar) endFacts(ctx context.Context) (*corev1.Pod, endFacts) {
 	}
 	f.executors = s.api.state.ends.close()
 	f.quota, f.policy = s.api.alloc.refusals()
+	f.deadline = s.api.state.ends.deadline
 	var pod *corev1.Pod
 	if c, ok := s.api.state.driverSource.get(s.cfg.PodName); ok {
 		pod = c.pod

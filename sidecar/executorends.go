@@ -51,14 +51,30 @@ func failureOf(pod *corev1.Pod) *executorFailure {
 	return &executorFailure{reason: "Failed", detail: strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)}
 }
 
+// unschedulableOf is why the scheduler has not placed a pod, from its
+// PodScheduled condition; "" once placed or before it tried.
+func unschedulableOf(pod *corev1.Pod) string {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+			return strings.TrimSpace(c.Reason + ": " + c.Message)
+		}
+	}
+	return ""
+}
+
 // failureCounts counts an application's failed executors by reason.
 type failureCounts struct {
 	total int
 	oom   []string // the OOM-lost executors' names, the first few
 	nOOM  int
-	// ran is set once any executor has been seen Running.
-	ran     bool
-	reasons map[string]*reasonCount
+	// ran is set once any executor has been seen Running, scheduled once
+	// any has had a node.
+	ran, scheduled bool
+	// waited is how long the first executor waited with none scheduled,
+	// unschedulable the scheduler's last word on why (at close).
+	waited        time.Duration
+	unschedulable string
+	reasons       map[string]*reasonCount
 }
 
 type reasonCount struct {
@@ -142,6 +158,10 @@ const failedEventEvery = 30 * time.Second
 type executorEnds struct {
 	events *recorder
 	every  time.Duration
+	// deadline is how long the first executor may wait for a node before
+	// an ExecutorsNotScheduled Event (policy
+	// sidecar.executorScheduleDeadlineSeconds).
+	deadline time.Duration
 
 	mu         sync.Mutex
 	released   map[string]bool // executors the JVM deleted
@@ -151,10 +171,12 @@ type executorEnds struct {
 	lastEvent  time.Time
 	unreported bool
 	closed     bool
+	firstSeen  time.Time // the first executor, while none is scheduled
+	overdue    *time.Timer
 }
 
-func newExecutorEnds(events *recorder) *executorEnds {
-	return &executorEnds{events: events, every: failedEventEvery, released: map[string]bool{}, counted: map[string]bool{}}
+func newExecutorEnds(events *recorder, deadline time.Duration) *executorEnds {
+	return &executorEnds{events: events, every: failedEventEvery, deadline: deadline, released: map[string]bool{}, counted: map[string]bool{}}
 }
 
 // release marks executors the JVM is deleting.
@@ -187,7 +209,11 @@ func (e *executorEnds) observe(obj any, gone bool) {
 	if c.Phase == corev1.PodRunning {
 		e.counts.ran = true
 	}
-	if e.closed || e.counted[c.Name] {
+	if e.closed {
+		return
+	}
+	e.followScheduling(c)
+	if e.counted[c.Name] {
 		return
 	}
 	f := c.failure
@@ -206,6 +232,46 @@ func (e *executorEnds) observe(obj any, gone bool) {
 	if e.timer == nil {
 		e.timer = time.AfterFunc(max(0, e.every-time.Since(e.lastEvent)), e.report)
 	}
+}
+
+// followScheduling notes whether any executor has had a node, and why
+// not; the first executor seen unscheduled starts the deadline.
+func (e *executorEnds) followScheduling(c *cachedPod) {
+	switch {
+	case e.counts.scheduled:
+	case c.NodeName != "":
+		e.counts.scheduled = true
+		if e.overdue != nil {
+			e.overdue.Stop()
+		}
+	case c.DeletionTimestamp != nil:
+	default:
+		if c.unschedulable != "" {
+			e.counts.unschedulable = c.unschedulable
+		}
+		if e.firstSeen.IsZero() {
+			e.firstSeen = time.Now()
+			e.overdue = time.AfterFunc(e.deadline, e.warnOverdue)
+		}
+	}
+}
+
+// warnOverdue says, once, that no executor was scheduled in time.
+func (e *executorEnds) warnOverdue() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.counts.scheduled || e.closed {
+		return
+	}
+	e.events.warning("ExecutorsNotScheduled", fmt.Sprintf("no executor of this application has been scheduled within %s "+
+		"(policy sidecar.executorScheduleDeadlineSeconds)%s", e.deadline, schedulerSays(e.counts.unschedulable)))
+}
+
+func schedulerSays(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "; the scheduler says " + firstLine(why)
 }
 
 // report writes the ExecutorsFailed Event if a failure is not in one yet.
@@ -229,6 +295,12 @@ func (e *executorEnds) close() failureCounts {
 	e.closed = true
 	if e.timer != nil {
 		e.timer.Stop()
+	}
+	if e.overdue != nil {
+		e.overdue.Stop()
+	}
+	if !e.counts.scheduled && !e.firstSeen.IsZero() {
+		e.counts.waited = time.Since(e.firstSeen)
 	}
 	e.mu.Unlock()
 	e.report()

@@ -87,7 +87,7 @@ func deleting(p *corev1.Pod) *corev1.Pod {
 // not failures, anyone else's are, and one Event counts them all.
 func TestExecutorEndsCountOnceAndIgnoreTheJVMsDeletions(t *testing.T) {
 	client := fake.NewClientset(driver())
-	ends := newExecutorEnds(testRecorder(client))
+	ends := newExecutorEnds(testRecorder(client), time.Hour)
 	ends.every = time.Hour // one Event for the first failure, the rest at close
 	oom := failedExecutor(1, terminatedWith(137, "OOMKilled"))
 	observe(t, ends, executorIn(1, corev1.PodRunning), false)
@@ -138,5 +138,42 @@ func TestFailureSummaryNamesAFewAndTheDetail(t *testing.T) {
 	}
 	if strings.Contains(f.note(), "\n") || !strings.HasPrefix(f.note(), "; on the way 6 executor(s) failed") {
 		t.Errorf("note %q", f.note())
+	}
+}
+
+// The first executor seen without a node starts the deadline; an
+// ExecutorsNotScheduled Event says what the scheduler said when it
+// passes, and the counts say how long the executors waited.
+func TestExecutorEndsWarnWhenNoneIsScheduledInTime(t *testing.T) {
+	client := fake.NewClientset(driver())
+	ends := newExecutorEnds(testRecorder(client), 50*time.Millisecond)
+	pending := executorIn(1, corev1.PodPending)
+	pending.Spec.NodeName = ""
+	pending.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse,
+		Reason: "Unschedulable", Message: "0/1 nodes are available: 1 Insufficient cpu."}}
+	observe(t, ends, pending, false)
+	ev := waitEvent(t, client, "ExecutorsNotScheduled", func(corev1.Event) bool { return true })
+	if !strings.Contains(ev.Message, "within 50ms") || !strings.Contains(ev.Message, "Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.") {
+		t.Errorf("ExecutorsNotScheduled: %q", ev.Message)
+	}
+	got := ends.close()
+	if got.scheduled || got.waited < 50*time.Millisecond {
+		t.Errorf("scheduled %v, waited %v; want false and at least 50ms", got.scheduled, got.waited)
+	}
+
+	client = fake.NewClientset(driver())
+	rec := testRecorder(client)
+	ends = newExecutorEnds(rec, time.Hour)
+	observe(t, ends, pending, false)
+	scheduled := pending.DeepCopy()
+	scheduled.Spec.NodeName = "node-1"
+	observe(t, ends, scheduled, false)
+	ends.warnOverdue() // as the deadline's timer would, had it not been stopped
+	rec.flush(5 * time.Second)
+	if evs := eventsWithReason(t, client, "ExecutorsNotScheduled"); len(evs) != 0 {
+		t.Errorf("ExecutorsNotScheduled after an executor was scheduled: %+v", evs)
+	}
+	if got := ends.close(); !got.scheduled || got.waited != 0 {
+		t.Errorf("scheduled %v, waited %v; want true and 0", got.scheduled, got.waited)
 	}
 }

@@ -106,7 +106,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 	if err != nil {
 		return nil, nil, err
 	}
-	st, ended, err := s.startInformers(ctx, stopInformers)
+	st, ended, err := s.startInformers(ctx, stopInformers, pol)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,0 +1,138 @@
+package realspark
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
+
+	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/vocab"
+)
+
+// TestUserErrorEnding runs examples/spark-pi-job.yaml with slices that are
+// not a number, a backoffLimit that would retry it twice, and a
+// podFailurePolicy that fails the Job at once on the sidecar's condition
+// sparklet.io/UserError. The driver pod ends with the class UserError in
+// its Event, its annotation sparklet.io/ended and that condition (with
+// Spark 4.1+'s exception in the message, the exit code before it), and
+// the Job fails on its first pod.
+func TestUserErrorEnding(t *testing.T) {
+	for _, d := range oldestAndNewest() {
+		t.Run(d.Version, func(t *testing.T) { userErrorEnding(t, d) })
+	}
+}
+
+func userErrorEnding(t *testing.T, d spark.Dist) {
+	ns := namespace(t)
+	start := time.Now()
+	kubectl(t, userErrorJob(t, d), "apply", "-n", ns, "-f", "-")
+	var job *batchv1.Job
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		j, err := env.Client.BatchV1().Jobs(ns).Get(ctx, "spark-pi-job", metav1.GetOptions{})
+		job = j
+		return err == nil && (jobCondition(j, batchv1.JobFailed) || jobCondition(j, batchv1.JobComplete)), nil
+	})
+	pod := jobPod(t, ns, "spark-pi-job")
+	if err != nil || !jobCondition(job, batchv1.JobFailed) {
+		t.Fatalf("Job never failed (%v): %+v\n%s", err, job.Status, driverLogTail(ns, pod.Name))
+	}
+	elapsed := time.Since(start)
+	if reason := failedReason(job); reason != batchv1.JobReasonPodFailurePolicy {
+		t.Errorf("Job failed with reason %q, want %q (its podFailurePolicy on %s)", reason, batchv1.JobReasonPodFailurePolicy, vocab.ConditionPrefix+vocab.EndUserError)
+	}
+	if job.Status.Failed != 1 {
+		t.Errorf("Job ran %d failed pods, want 1: the user error is not retried", job.Status.Failed)
+	}
+	want := "exit code 1"
+	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
+		want = `java.lang.NumberFormatException: For input string: "not-a-number"`
+	}
+	ann := pod.Annotations[vocab.AnnotationEnded]
+	if !strings.HasPrefix(ann, vocab.EndUserError+": ") || !strings.Contains(ann, want) {
+		t.Errorf("%s = %q, want %s: ... %s ...", vocab.AnnotationEnded, ann, vocab.EndUserError, want)
+	}
+	cond := podCondition(pod, vocab.ConditionPrefix+vocab.EndUserError)
+	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.Contains(cond.Message, want) {
+		t.Errorf("condition %s = %+v, want True saying %q", vocab.ConditionPrefix+vocab.EndUserError, cond, want)
+	}
+	ev := driverEvent(t, ns, pod.Name, vocab.EndUserError)
+	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, want) {
+		t.Errorf("Event %s: %s %q, want a Warning saying %q", vocab.EndUserError, ev.Type, ev.Message, want)
+	}
+	t.Logf("Spark %s: Job failed by its podFailurePolicy %v after apply; %s = %q", d.Version, elapsed.Round(time.Millisecond), vocab.AnnotationEnded, ann)
+	deleteJobs(t, ns)
+}
+
+// userErrorJob is examples/spark-pi-job.yaml for d, failing in its main
+// method, and not to be retried on a user error.
+func userErrorJob(t *testing.T, d spark.Dist) []byte {
+	t.Helper()
+	var job batchv1.Job
+	if err := yaml.Unmarshal(example(t, "spark-pi-job.yaml", d), &job); err != nil {
+		t.Fatal(err)
+	}
+	c := &job.Spec.Template.Spec.Containers[0]
+	if n := len(c.Args); n == 0 || c.Args[n-1] != "100" {
+		t.Fatalf("examples/spark-pi-job.yaml no longer ends its args with \"100\": %q", c.Args)
+	}
+	c.Args[len(c.Args)-1] = "not-a-number"
+	job.Spec.BackoffLimit = new(int32(2))
+	job.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{
+		Action: batchv1.PodFailurePolicyActionFailJob,
+		OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{
+			Type: corev1.PodConditionType(vocab.ConditionPrefix + vocab.EndUserError), Status: corev1.ConditionTrue}},
+	}}}
+	out, err := json.Marshal(&job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+func failedReason(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+func podCondition(p *corev1.Pod, t string) *corev1.PodCondition {
+	for i, c := range p.Status.Conditions {
+		if string(c.Type) == t {
+			return &p.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// driverEvent waits for the one Event with reason on the pod.
+func driverEvent(t *testing.T, ns, pod, reason string) corev1.Event {
+	t.Helper()
+	var events []corev1.Event
+	waitFor(t, ns, "the "+reason+" Event", 30*time.Second, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+			"involvedObject.name": pod, "reason": reason}.String()})
+		if err != nil {
+			return false
+		}
+		events = list.Items
+		return len(events) > 0
+	})
+	if len(events) != 1 {
+		t.Errorf("%d %s Events on %s, want 1: %+v", len(events), reason, pod, events)
+	}
+	return events[0]
+}
