@@ -105,6 +105,9 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if cs, ok := findStatus(pod.Status.ContainerStatuses, st.SparkContainer); ok {
 		r.line("spark container %s: %s", st.SparkContainer, containerState(cs))
 	}
+	if ended, ok := pod.Annotations[vocab.AnnotationEnded]; ok {
+		r.line("ended: %s", ended)
+	}
 	sel := labels.SelectorFromSet(labels.Set{vocab.LabelAppID: st.AppID, vocab.LabelRole: "executor"}).String()
 	execs, err := o.Client.CoreV1().Pods(pod.Namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/sleepyjob"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -135,4 +136,62 @@ func driverEvent(t *testing.T, ns, pod, reason string) corev1.Event {
 		t.Errorf("%d %s Events on %s, want 1: %+v", len(events), reason, pod, events)
 	}
 	return events[0]
+}
+
+// TestExecutorsOOMEnding runs testdata/oom.py, whose tasks outgrow their
+// executors' heap: each executor's JVM exits with Spark's code for an
+// OutOfMemoryError (52), and the application fails. The driver pod ends
+// as ExecutorsOOMKilled, and one ExecutorsFailed Event counts the lost
+// executors.
+func TestExecutorsOOMEnding(t *testing.T) {
+	for _, d := range failureDists(t) {
+		t.Run(d.Version, func(t *testing.T) {
+			job := sleepy{script: "oom.py", conf: sleepyjob.FixedConf + "spark.task.maxFailures 2\n"}
+			ns, execs, _ := job.run(t, d)
+			done := waitPod(t, ns, sleepyDriver, "finished", 5*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+			if done.Status.Phase != corev1.PodFailed {
+				t.Fatalf("driver pod %s, want Failed\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
+			}
+			if !strings.Contains(log(ns, sleepyDriver, "spark"), "OutOfMemoryError") {
+				t.Errorf("the driver's log does not mention an OutOfMemoryError\n%s", driverLogTail(ns, sleepyDriver))
+			}
+			want := "lost to OOM"
+			ann := done.Annotations[vocab.AnnotationEnded]
+			if !strings.HasPrefix(ann, vocab.EndExecutorsOOMKilled+": ") || !strings.Contains(ann, want) {
+				t.Errorf("%s = %q, want %s: ...%s...", vocab.AnnotationEnded, ann, vocab.EndExecutorsOOMKilled, want)
+			}
+			if c := podCondition(done, vocab.ConditionPrefix+vocab.EndExecutorsOOMKilled); c == nil || c.Status != corev1.ConditionTrue {
+				t.Errorf("condition %s = %+v, want True", vocab.ConditionPrefix+vocab.EndExecutorsOOMKilled, c)
+			}
+			ev := driverEvent(t, ns, sleepyDriver, vocab.EndExecutorsOOMKilled)
+			if ev.Type != corev1.EventTypeWarning {
+				t.Errorf("Event %s is %s, want Warning", vocab.EndExecutorsOOMKilled, ev.Type)
+			}
+			failed := lastEvent(t, ns, sleepyDriver, "ExecutorsFailed")
+			if !strings.Contains(failed.Message, "OutOfMemoryError (exit code 52)") {
+				t.Errorf("ExecutorsFailed: %q, want the executors' exit code 52 counted", failed.Message)
+			}
+			_, _, seen, _ := execs.Counts()
+			t.Logf("Spark %s: %d executors; %s = %q; ExecutorsFailed %q", d.Version, seen, vocab.AnnotationEnded, ann, failed.Message)
+		})
+	}
+}
+
+// lastEvent is the latest Event with reason on the pod.
+func lastEvent(t *testing.T, ns, pod, reason string) corev1.Event {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := env.Client.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.Set{
+		"involvedObject.name": pod, "reason": reason}.String()})
+	if err != nil || len(list.Items) == 0 {
+		t.Fatalf("no %s Event on %s: %v", reason, pod, err)
+	}
+	last := list.Items[0]
+	for _, e := range list.Items[1:] {
+		if e.LastTimestamp.After(last.LastTimestamp.Time) {
+			last = e
+		}
+	}
+	return last
 }
