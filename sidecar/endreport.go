@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -41,31 +42,41 @@ func (s *Sidecar) reportEnd() ending {
 		s.events.normal(e.class, e.message)
 		log.Info("the application ended: " + e.message)
 	}
-	if pod == nil {
-		return e
+	if pod != nil {
+		s.writeEnd(ctx, pod, e)
 	}
+	return e
+}
+
+// writeEnd writes the annotation and the condition on the driver pod.
+// Each patch names the pod's UID, which the API server refuses to change
+// (as the kubelet's status patches do), so that a new pod of the same
+// name is never written.
+func (s *Sidecar) writeEnd(ctx context.Context, pod *corev1.Pod, e ending) {
+	cond := corev1.PodCondition{Type: corev1.PodConditionType(vocab.ConditionPrefix + e.class), Status: corev1.ConditionTrue,
+		Reason: e.class, Message: e.message, LastTransitionTime: metav1.Now()}
 	for _, w := range []struct {
 		what        string
 		subresource []string
 		patch       map[string]any
 	}{
-		{"the annotation " + vocab.AnnotationEnded, nil,
-			map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationEnded: e.class + ": " + e.message}}}},
-		{"the condition " + vocab.ConditionPrefix + e.class + " (RBAC: patch on pods/status)", []string{"status"},
-			map[string]any{"status": map[string]any{"conditions": []corev1.PodCondition{{
-				Type: corev1.PodConditionType(vocab.ConditionPrefix + e.class), Status: corev1.ConditionTrue,
-				Reason: e.class, Message: e.message, LastTransitionTime: metav1.Now()}}}}},
+		{"the annotation " + vocab.AnnotationEnded, nil, map[string]any{"metadata": map[string]any{"uid": pod.UID,
+			"annotations": map[string]string{vocab.AnnotationEnded: e.class + ": " + e.message}}}},
+		{"the condition " + string(cond.Type) + " (RBAC: patch on pods/status)", []string{"status"}, map[string]any{
+			"metadata": map[string]any{"uid": pod.UID}, "status": map[string]any{"conditions": []corev1.PodCondition{cond}}}},
 	} {
 		body, _ := json.Marshal(w.patch)
 		_, err := s.client.Pods(pod.Namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, body,
 			metav1.PatchOptions{FieldManager: fieldManager}, w.subresource...)
-		if err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			s.log.Info("the driver pod is gone: " + w.what + " not written")
+		case err != nil:
 			msg := fmt.Sprintf("could not write %s on the driver pod: %v", w.what, err)
-			log.Warn(msg)
+			s.log.Warn(msg)
 			s.events.warning("EndNotRecorded", msg)
 		}
 	}
-	return e
 }
 
 // endFacts gathers what classify reads: the driver pod as the informer
@@ -80,12 +91,13 @@ func (s *Sidecar) endFacts(ctx context.Context) (*corev1.Pod, endFacts) {
 	f.executors = s.api.state.ends.close()
 	f.quota, f.policy = s.api.alloc.refusals()
 	f.deadline = s.api.state.ends.deadline
+	own := func(p *corev1.Pod) bool { return p != nil && p.UID == s.driver.Pod.UID } // not a new pod of the same name
 	var pod *corev1.Pod
-	if c, ok := s.api.state.driverSource.get(s.cfg.PodName); ok {
+	if c, ok := s.api.state.driverSource.get(s.cfg.PodName); ok && own(c.pod) {
 		pod = c.pod
 	}
 	if pod == nil || sparkTermination(pod, s.cfg.SparkContainer) == nil {
-		if fresh, err := s.client.Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{}); err == nil {
+		if fresh, err := s.client.Pods(s.cfg.Namespace).Get(ctx, s.cfg.PodName, metav1.GetOptions{}); err == nil && own(fresh) {
 			pod = fresh
 		}
 	}

@@ -127,3 +127,38 @@ func TestEndWithoutRBACForTheConditionStillCleansUp(t *testing.T) {
 		t.Error("no cleanup")
 	}
 }
+
+// A sidecar stopped after its pod was replaced by a new one of the same
+// name (deleted and applied again) says how its application ended in an
+// Event, and writes nothing on the new pod.
+func TestEndNeverWritesANewPodOfTheSameName(t *testing.T) {
+	h := start(t, "")
+	ctx := context.Background()
+	if err := h.client.CoreV1().Pods(testNS).Delete(ctx, "pi", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	next := driver()
+	next.UID = "new-uid"
+	if _, err := h.client.CoreV1().Pods(testNS).Create(ctx, next, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	h.cancel()
+	select {
+	case err := <-h.done:
+		if err != nil {
+			t.Fatalf("sidecar: %v", err)
+		}
+		h.done <- nil // for the cleanup hook
+	case <-time.After(10 * time.Second):
+		t.Fatal("sidecar did not stop")
+	}
+	ev := waitEvent(t, h.client, vocab.EndDriverKilled, func(corev1.Event) bool { return true })
+	if !strings.Contains(ev.Message, "still running") {
+		t.Errorf("Event %s: %q", vocab.EndDriverKilled, ev.Message)
+	}
+	for _, a := range h.client.Actions() {
+		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" {
+			t.Errorf("patched %s/%s after its pod was replaced", a.GetResource().Resource, a.GetSubresource())
+		}
+	}
+}
