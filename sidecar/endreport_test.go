@@ -37,6 +37,12 @@ func (h *harness) endDriver(code int32, annotations map[string]string) {
 	if _, err := h.client.CoreV1().Pods(testNS).UpdateStatus(ctx, d, metav1.UpdateOptions{}); err != nil {
 		h.t.Fatal(err)
 	}
+	h.waitExit("the Spark container ended")
+}
+
+// waitExit waits for the sidecar to exit 0 after what happened.
+func (h *harness) waitExit(after string) {
+	h.t.Helper()
 	select {
 	case err := <-h.done:
 		if err != nil {
@@ -44,7 +50,7 @@ func (h *harness) endDriver(code int32, annotations map[string]string) {
 		}
 		h.done <- nil // for the cleanup hook
 	case <-time.After(10 * time.Second):
-		h.t.Fatal("sidecar did not exit after the Spark container ended")
+		h.t.Fatalf("sidecar did not exit after %s", after)
 	}
 }
 
@@ -143,15 +149,7 @@ func TestEndNeverWritesANewPodOfTheSameName(t *testing.T) {
 		t.Fatal(err)
 	}
 	h.cancel()
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("sidecar: %v", err)
-		}
-		h.done <- nil // for the cleanup hook
-	case <-time.After(10 * time.Second):
-		t.Fatal("sidecar did not stop")
-	}
+	h.waitExit("it was stopped")
 	ev := waitEvent(t, h.client, vocab.EndDriverKilled, func(corev1.Event) bool { return true })
 	if !strings.Contains(ev.Message, "still running") {
 		t.Errorf("Event %s: %q", vocab.EndDriverKilled, ev.Message)

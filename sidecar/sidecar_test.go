@@ -370,15 +370,7 @@ func TestLifecycleCleansUpWhenTheDriverEnds(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods(testNS).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("sidecar: %v", err)
-		}
-		h.done <- nil // for the cleanup hook
-	case <-time.After(10 * time.Second):
-		t.Fatal("sidecar did not exit after the Spark container ended")
-	}
+	h.waitExit("the Spark container ended")
 	for _, r := range []string{"pods", "configmaps", "persistentvolumeclaims"} {
 		if h.actions("delete-collection", r) != 1 {
 			t.Errorf("no collection delete of %s", r)
