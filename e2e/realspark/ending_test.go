@@ -152,8 +152,8 @@ func TestExecutorsOOMEnding(t *testing.T) {
 			if done.Status.Phase != corev1.PodFailed {
 				t.Fatalf("driver pod %s, want Failed\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
 			}
-			if !strings.Contains(log(ns, sleepyDriver, "spark"), "OutOfMemoryError") {
-				t.Errorf("the driver's log does not mention an OutOfMemoryError\n%s", driverLogTail(ns, sleepyDriver))
+			if !strings.Contains(log(ns, sleepyDriver, "spark"), "exit code 52") {
+				t.Errorf("the driver's log does not say an executor exited with code 52\n%s", driverLogTail(ns, sleepyDriver))
 			}
 			want := "lost to OOM"
 			ann := done.Annotations[vocab.AnnotationEnded]
