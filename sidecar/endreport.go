@@ -35,6 +35,11 @@ func (s *Sidecar) reportEnd() ending {
 	pod, facts := s.endFacts(ctx)
 	e := classify(facts)
 	log := s.log.WithField("class", e.class)
+	if earlier, ok := recordedEnd(pod); ok {
+		// A sidecar restarted after the end: the first one saw more.
+		log.Info("the application's end was recorded already: " + earlier)
+		return e
+	}
 	if e.failed() {
 		s.events.warning(e.class, e.message)
 		log.Warn("the application ended: " + e.message)
@@ -42,10 +47,22 @@ func (s *Sidecar) reportEnd() ending {
 		s.events.normal(e.class, e.message)
 		log.Info("the application ended: " + e.message)
 	}
-	if pod != nil {
+	// Only an end is written on the pod: a sidecar stopped while the
+	// Spark container runs on a pod that is not being deleted is
+	// restarted by the kubelet, and it will see the end.
+	if pod != nil && (facts.spark != nil || facts.deleting) {
 		s.writeEnd(ctx, pod, e)
 	}
 	return e
+}
+
+// recordedEnd is the end an earlier sidecar wrote on the pod, if any.
+func recordedEnd(pod *corev1.Pod) (string, bool) {
+	if pod == nil {
+		return "", false
+	}
+	v, ok := pod.Annotations[vocab.AnnotationEnded]
+	return v, ok
 }
 
 // writeEnd writes the annotation and the condition on the driver pod.

@@ -154,9 +154,44 @@ func TestEndNeverWritesANewPodOfTheSameName(t *testing.T) {
 	if !strings.Contains(ev.Message, "still running") {
 		t.Errorf("Event %s: %q", vocab.EndDriverKilled, ev.Message)
 	}
+	if n := h.patchesOfPods(); n != 0 {
+		t.Errorf("%d patches of pods after the driver pod was replaced, want none", n)
+	}
+}
+
+// patchesOfPods counts the patches of pods and their subresources.
+func (h *harness) patchesOfPods() int {
+	n := 0
 	for _, a := range h.client.Actions() {
 		if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" {
-			t.Errorf("patched %s/%s after its pod was replaced", a.GetResource().Resource, a.GetSubresource())
+			n++
 		}
+	}
+	return n
+}
+
+// A sidecar stopped while the Spark container runs, on a pod that is not
+// being deleted, is restarted by the kubelet: it says so in an Event and
+// writes no end on the pod. A sidecar that finds the end written by an
+// earlier run of its own writes nothing again.
+func TestEndIsWrittenOnlyAtTheEndAndOnce(t *testing.T) {
+	h := start(t, "")
+	h.cancel()
+	h.waitExit("it was stopped")
+	waitEvent(t, h.client, vocab.EndDriverKilled, func(corev1.Event) bool { return true })
+	if n := h.patchesOfPods(); n != 0 {
+		t.Errorf("%d patches of the running driver pod, want none", n)
+	}
+
+	d := driver()
+	d.Annotations = map[string]string{vocab.AnnotationEnded: vocab.EndExecutorsOOMKilled + ": the first sidecar saw the executors"}
+	h = startWith(t, "", d)
+	h.endDriver(1, nil)
+	h.sc.events.flush(5 * time.Second)
+	if n := h.patchesOfPods(); n != 0 {
+		t.Errorf("%d patches of a driver pod whose end was recorded, want none", n)
+	}
+	if evs := eventsWithReason(t, h.client, vocab.EndUserError); len(evs) != 0 {
+		t.Errorf("a second end was reported: %+v", evs)
 	}
 }
