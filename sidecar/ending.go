@@ -90,8 +90,8 @@ func executorsCause(f endFacts) (ending, bool) {
 	gaveUp := !x.ran || f.spark != nil && f.spark.ExitCode == exitCodeTooManyExecutorFailure
 	switch {
 	case x.nOOM > 0 && jvmFailed:
-		return ending{vocab.EndExecutorsOOMKilled, fmt.Sprintf("%s after %d executor(s) were lost to OOM (%s): raise spark.executor.memory or "+
-			"spark.executor.memoryOverhead%s", ended(f), x.nOOM, x.oomNames(), prefixed(": ", firstLine(f.exception)))}, true
+		return ending{vocab.EndExecutorsOOMKilled, fmt.Sprintf("%s%s; %d executor(s) were lost to OOM (%s): raise spark.executor.memory or "+
+			"spark.executor.memoryOverhead", ended(f), prefixed(": ", firstLine(f.exception)), x.nOOM, x.oomNames())}, true
 	case f.quota.count > 0 && gaveUp:
 		return ending{vocab.EndQuotaRefused, fmt.Sprintf("%s after a ResourceQuota refused %d executor creation(s): %s",
 			ended(f), f.quota.count, f.quota.last)}, true

@@ -50,7 +50,7 @@ func TestClassify(t *testing.T) {
 		{"stopped before the container ended", endFacts{}, vocab.EndDriverKilled, []string{"still running"}, ""},
 		{"executors lost to OOM", endFacts{spark: exited(1, "Error"), exception: "org.apache.spark.SparkException: Job aborted",
 			executors: oomLost(5, true)}, vocab.EndExecutorsOOMKilled,
-			[]string{"5 executor(s) were lost to OOM (pi-exec-1 OOMKilled, pi-exec-2 OOMKilled, pi-exec-3 OOMKilled, ...)", "SparkException: Job aborted"}, ""},
+			[]string{"exit code 1): org.apache.spark.SparkException: Job aborted; 5 executor(s) were lost to OOM (pi-exec-1 OOMKilled, pi-exec-2 OOMKilled, pi-exec-3 OOMKilled, ...)"}, ""},
 		{"OOM before a quota refusal", endFacts{spark: exited(11, "Error"), executors: oomLost(1, true), quota: quota}, vocab.EndExecutorsOOMKilled, nil, ""},
 		{"quota, no executor ever ran", endFacts{spark: exited(1, "Error"), quota: quota}, vocab.EndQuotaRefused,
 			[]string{"refused 3 executor creation(s)", "exceeded quota"}, ""},

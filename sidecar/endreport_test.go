@@ -70,7 +70,7 @@ func TestEndIsRecordedOnTheDriverPod(t *testing.T) {
 		{"user error", 1, map[string]string{vocab.AnnotationExitException: "java.lang.IllegalStateException: boom\n\tat Main.main"}, nil,
 			vocab.EndUserError, "the application failed (exit code 1): java.lang.IllegalStateException: boom", corev1.EventTypeWarning},
 		{"executors lost to OOM", 1, nil, failedExecutor(1, terminatedWith(137, "OOMKilled")), vocab.EndExecutorsOOMKilled,
-			"the application failed (exit code 1) after 1 executor(s) were lost to OOM (pi-exec-1 OOMKilled)", corev1.EventTypeWarning},
+			"the application failed (exit code 1); 1 executor(s) were lost to OOM (pi-exec-1 OOMKilled)", corev1.EventTypeWarning},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			h := start(t, "", executorIn(1, corev1.PodRunning))
