@@ -62,7 +62,9 @@ func unschedulableOf(pod *corev1.Pod) string {
 	return ""
 }
 
-// failureCounts counts an application's failed executors by reason.
+// failureCounts is what the sidecar saw of an application's executors:
+// the failed ones counted by reason, whether any ran, whether any was
+// scheduled.
 type failureCounts struct {
 	total int
 	oom   []string // the OOM-lost executors' names, the first few
