@@ -57,19 +57,8 @@ func userErrorEnding(t *testing.T, d spark.Dist) {
 	if d.Major > 4 || d.Major == 4 && d.Minor >= 1 {
 		want = `java.lang.NumberFormatException: For input string: "not-a-number"`
 	}
-	ann := pod.Annotations[vocab.AnnotationEnded]
-	if !strings.HasPrefix(ann, vocab.EndUserError+": ") || !strings.Contains(ann, want) {
-		t.Errorf("%s = %q, want %s: ... %s ...", vocab.AnnotationEnded, ann, vocab.EndUserError, want)
-	}
-	cond := podCondition(pod, vocab.ConditionPrefix+vocab.EndUserError)
-	if cond == nil || cond.Status != corev1.ConditionTrue || !strings.Contains(cond.Message, want) {
-		t.Errorf("condition %s = %+v, want True saying %q", vocab.ConditionPrefix+vocab.EndUserError, cond, want)
-	}
-	ev := driverEvent(t, ns, pod.Name, vocab.EndUserError)
-	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, want) {
-		t.Errorf("Event %s: %s %q, want a Warning saying %q", vocab.EndUserError, ev.Type, ev.Message, want)
-	}
-	t.Logf("Spark %s: Job failed by its podFailurePolicy %v after apply; %s = %q", d.Version, elapsed.Round(time.Millisecond), vocab.AnnotationEnded, ann)
+	msg := checkEnded(t, ns, pod.Name, pod, vocab.EndUserError, want)
+	t.Logf("Spark %s: Job failed by its podFailurePolicy %v after apply; ended %s: %s", d.Version, elapsed.Round(time.Millisecond), vocab.EndUserError, msg)
 	deleteJobs(t, ns)
 }
 
@@ -97,6 +86,32 @@ func userErrorJob(t *testing.T, d spark.Dist) []byte {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// checkEnded checks that the driver pod ended as class, saying want, in
+// its Event and, unless pod is nil (deleted), in its annotation
+// sparklet.io/ended and its condition sparklet.io/<class>. It returns the
+// Event's message.
+func checkEnded(t *testing.T, ns, name string, pod *corev1.Pod, class, want string) string {
+	t.Helper()
+	ev := driverEvent(t, ns, name, class)
+	wantType := corev1.EventTypeWarning
+	if class == vocab.EndSucceeded {
+		wantType = corev1.EventTypeNormal
+	}
+	if ev.Type != wantType || !strings.Contains(ev.Message, want) {
+		t.Errorf("Event %s: %s %q, want a %s saying %q", class, ev.Type, ev.Message, wantType, want)
+	}
+	if pod == nil {
+		return ev.Message
+	}
+	if ann := pod.Annotations[vocab.AnnotationEnded]; ann != class+": "+ev.Message {
+		t.Errorf("%s = %q, want %q", vocab.AnnotationEnded, ann, class+": "+ev.Message)
+	}
+	if c := podCondition(pod, vocab.ConditionPrefix+class); c == nil || c.Status != corev1.ConditionTrue || c.Message != ev.Message {
+		t.Errorf("condition %s = %+v, want True saying %q", vocab.ConditionPrefix+class, c, ev.Message)
+	}
+	return ev.Message
 }
 
 func failedReason(j *batchv1.Job) string {
@@ -155,24 +170,13 @@ func TestExecutorsOOMEnding(t *testing.T) {
 			if !strings.Contains(log(ns, sleepyDriver, "spark"), "exit code 52") {
 				t.Errorf("the driver's log does not say an executor exited with code 52\n%s", driverLogTail(ns, sleepyDriver))
 			}
-			want := "lost to OOM"
-			ann := done.Annotations[vocab.AnnotationEnded]
-			if !strings.HasPrefix(ann, vocab.EndExecutorsOOMKilled+": ") || !strings.Contains(ann, want) {
-				t.Errorf("%s = %q, want %s: ...%s...", vocab.AnnotationEnded, ann, vocab.EndExecutorsOOMKilled, want)
-			}
-			if c := podCondition(done, vocab.ConditionPrefix+vocab.EndExecutorsOOMKilled); c == nil || c.Status != corev1.ConditionTrue {
-				t.Errorf("condition %s = %+v, want True", vocab.ConditionPrefix+vocab.EndExecutorsOOMKilled, c)
-			}
-			ev := driverEvent(t, ns, sleepyDriver, vocab.EndExecutorsOOMKilled)
-			if ev.Type != corev1.EventTypeWarning {
-				t.Errorf("Event %s is %s, want Warning", vocab.EndExecutorsOOMKilled, ev.Type)
-			}
+			msg := checkEnded(t, ns, sleepyDriver, done, vocab.EndExecutorsOOMKilled, "lost to OOM")
 			failed := lastEvent(t, ns, sleepyDriver, "ExecutorsFailed")
 			if !strings.Contains(failed.Message, "OutOfMemoryError (exit code 52)") {
 				t.Errorf("ExecutorsFailed: %q, want the executors' exit code 52 counted", failed.Message)
 			}
 			_, _, seen, _ := execs.Counts()
-			t.Logf("Spark %s: %d executors; %s = %q; ExecutorsFailed %q", d.Version, seen, vocab.AnnotationEnded, ann, failed.Message)
+			t.Logf("Spark %s: %d executors; ended %s: %s; ExecutorsFailed: %s", d.Version, seen, vocab.EndExecutorsOOMKilled, msg, failed.Message)
 		})
 	}
 }
