@@ -1,7 +1,10 @@
 package sidecar
 
 import (
+	"cmp"
 	"fmt"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -77,10 +80,33 @@ func classify(f endFacts) ending {
 	if t == nil || t.ExitCode > 128 {
 		return ending{vocab.EndDriverKilled, ended(f)}
 	}
-	if why := firstLine(f.exception); why != "" {
+	if why := cmp.Or(firstLine(f.exception), said(t.Message)); why != "" {
 		return ending{vocab.EndUserError, ended(f) + ": " + why}
 	}
 	return ending{vocab.EndUserError, ended(f) + "; the Spark container's log has why"}
+}
+
+// exceptionLine matches a line that names an exception: Java's
+// uncaught-exception line (`Exception in thread "main" x.y.ZException:
+// ...`) or the last line of a Python traceback (`ValueError: ...`).
+var exceptionLine = regexp.MustCompile(`^(?:Exception in thread "[^"]*" )?((?:[\w$]+\.)*[\w$]*(?:Exception|Error)(?::.*)?)$`)
+
+// said is what the Spark container's termination message says of why it
+// failed: the message itself when the program wrote one line to
+// /dev/termination-log, else the last line that names an exception (the
+// kubelet puts the log's tail there under terminationMessagePolicy
+// FallbackToLogsOnError).
+func said(msg string) string {
+	lines := strings.Split(strings.TrimSpace(msg), "\n")
+	if len(lines) == 1 {
+		return firstLine(lines[0])
+	}
+	for _, line := range slices.Backward(lines) {
+		if m := exceptionLine.FindStringSubmatch(strings.TrimSpace(line)); m != nil {
+			return cut(m[1], maxLine)
+		}
+	}
+	return ""
 }
 
 // executorsCause is the cause of a failure found in the executors, if any.

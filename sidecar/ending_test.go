@@ -40,6 +40,17 @@ func TestClassify(t *testing.T) {
 			[]string{"exited 0", "2 executor(s) failed: 2 OOMKilled (pi-exec-1, pi-exec-2)"}, ""},
 		{"exception annotated (4.1+)", endFacts{spark: exited(1, "Error"), exception: npe, executors: ran}, vocab.EndUserError,
 			[]string{"exit code 1", `java.lang.NumberFormatException: For input string: "x"`}, "\tat"},
+		{"a termination message of one line", endFacts{spark: &corev1.ContainerStateTerminated{ExitCode: 2, Message: "input bucket missing\n"}},
+			vocab.EndUserError, []string{"exit code 2): input bucket missing"}, ""},
+		{"the log's tail as the termination message", endFacts{spark: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "25/11/27 INFO SparkContext: start\n" +
+			"Exception in thread \"main\" java.lang.NumberFormatException: For input string: \"x\"\n\tat java.base/java.lang.Integer.parseInt\n" +
+			"25/11/27 INFO ShutdownHookManager: Deleting directory /tmp/spark-1\n"}},
+			vocab.EndUserError, []string{`exit code 1): java.lang.NumberFormatException: For input string: "x"`}, "Exception in thread"},
+		{"a Python traceback's last line", endFacts{spark: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "Traceback (most recent call last):\n" +
+			"  File \"/opt/job/x.py\", line 3, in <module>\nValueError: invalid literal for int() with base 10: 'x'\nINFO ShutdownHookManager: Shutdown hook called"}},
+			vocab.EndUserError, []string{"exit code 1): ValueError: invalid literal for int() with base 10: 'x'"}, ""},
+		{"a log tail without an exception", endFacts{spark: &corev1.ContainerStateTerminated{ExitCode: 1, Message: "INFO a\nINFO b\n"}},
+			vocab.EndUserError, []string{"log has why"}, "INFO"},
 		{"exit 1 without an annotation (3.5, 4.0)", endFacts{spark: exited(1, "Error"), executors: ran}, vocab.EndUserError,
 			[]string{"exit code 1", "log has why"}, ""},
 		{"driver OOMKilled", endFacts{spark: exited(137, "OOMKilled"), executors: oomLost(1, true)}, vocab.EndDriverOOMKilled,
