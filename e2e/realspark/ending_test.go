@@ -9,6 +9,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -198,4 +199,45 @@ func lastEvent(t *testing.T, ns, pod, reason string) corev1.Event {
 		}
 	}
 	return last
+}
+
+// TestQuotaRefusedEnding runs the sleepy job in a namespace whose
+// ResourceQuota has room for the driver pod alone: every executor is
+// refused. Spark 4.3 gives up on its own after spark.executor.maxNumFailures
+// refused creations (exit code 11; registerPodCreationFailure, in the
+// 4.3.0 jar); Spark 3.5 waits for executors until the driver pod is
+// deleted. Either way the driver ends as QuotaRefused,
+// with the API server's refusal.
+func TestQuotaRefusedEnding(t *testing.T) {
+	for _, d := range failureDists(t) {
+		t.Run(d.Version, func(t *testing.T) {
+			ns := namespace(t)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "one-pod"},
+				Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{corev1.ResourcePods: resource.MustParse("1")}}}
+			if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ns, "the quota counted", time.Minute, func() bool {
+				q, err := env.Client.CoreV1().ResourceQuotas(ns).Get(ctx, "one-pod", metav1.GetOptions{})
+				return err == nil && q.Status.Hard.Pods() != nil && !q.Status.Hard.Pods().IsZero()
+			})
+			job := sleepy{tasks: 2, sleepMS: 100, conf: sleepyjob.FixedConf}
+			job.start(t, ns, d)
+			driverEvent(t, ns, sleepyDriver, "ExecutorQuota")
+			var pod *corev1.Pod
+			if d.Major > 4 || d.Major == 4 && d.Minor >= 3 {
+				pod = waitPod(t, ns, sleepyDriver, "failed", 3*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+				if pod.Status.Phase != corev1.PodFailed {
+					t.Fatalf("driver pod %s, want Failed\n%s", pod.Status.Phase, driverLogTail(ns, sleepyDriver))
+				}
+				checkEnded(t, ns, sleepyDriver, pod, vocab.EndQuotaRefused, "exit code 11")
+			} else {
+				deleteDriver(t, ns)
+			}
+			msg := checkEnded(t, ns, sleepyDriver, pod, vocab.EndQuotaRefused, "exceeded quota")
+			t.Logf("Spark %s: ended %s: %s", d.Version, vocab.EndQuotaRefused, msg)
+		})
+	}
 }
