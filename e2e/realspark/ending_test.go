@@ -232,11 +232,13 @@ func TestQuotaRefusedEnding(t *testing.T) {
 				if pod.Status.Phase != corev1.PodFailed {
 					t.Fatalf("driver pod %s, want Failed\n%s", pod.Status.Phase, driverLogTail(ns, sleepyDriver))
 				}
-				checkEnded(t, ns, sleepyDriver, pod, vocab.EndQuotaRefused, "exit code 11")
 			} else {
 				deleteDriver(t, ns)
 			}
 			msg := checkEnded(t, ns, sleepyDriver, pod, vocab.EndQuotaRefused, "exceeded quota")
+			if pod != nil && !strings.Contains(msg, "exit code 11") {
+				t.Errorf("%s says %q, want Spark's exit code 11 (too many executor failures)", vocab.EndQuotaRefused, msg)
+			}
 			t.Logf("Spark %s: ended %s: %s", d.Version, vocab.EndQuotaRefused, msg)
 		})
 	}
