@@ -204,9 +204,8 @@ func lastEvent(t *testing.T, ns, pod, reason string) corev1.Event {
 // TestQuotaRefusedEnding runs the sleepy job in a namespace whose
 // ResourceQuota has room for the driver pod alone: every executor is
 // refused. Spark 4.3 gives up on its own after spark.executor.maxNumFailures
-// refused creations (exit code 11; registerPodCreationFailure, in the
-// 4.3.0 jar); Spark 3.5 waits for executors until the driver pod is
-// deleted. Either way the driver ends as QuotaRefused,
+// refused creations (registerPodCreationFailure, in the 4.3.0 jar); Spark
+// 3.5 waits for executors until the driver pod is deleted. Either way the driver ends as QuotaRefused,
 // with the API server's refusal.
 func TestQuotaRefusedEnding(t *testing.T) {
 	for _, d := range failureDists(t) {
@@ -236,9 +235,6 @@ func TestQuotaRefusedEnding(t *testing.T) {
 				deleteDriver(t, ns)
 			}
 			msg := checkEnded(t, ns, sleepyDriver, pod, vocab.EndQuotaRefused, "exceeded quota")
-			if pod != nil && !strings.Contains(msg, "exit code 11") {
-				t.Errorf("%s says %q, want Spark's exit code 11 (too many executor failures)", vocab.EndQuotaRefused, msg)
-			}
 			t.Logf("Spark %s: ended %s: %s", d.Version, vocab.EndQuotaRefused, msg)
 		})
 	}
