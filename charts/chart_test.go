@@ -424,6 +424,7 @@ func TestDriverRBAC(t *testing.T) {
 	for res, need := range map[string][]string{
 		"pods": {"get", "list", "watch", "create", "delete", "deletecollection", "patch"}, "configmaps": {"create", "deletecollection"},
 		"persistentvolumeclaims": {"create", "list", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
+		"pods/status": {"patch"},
 	} {
 		for _, v := range need {
 			if !contains(verbs[res], v) {
@@ -861,7 +862,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	for res, verbs := range map[string][]string{
 		"pods":       {"get", "list", "watch", "create", "delete", "deletecollection", "patch"},
 		"configmaps": {"get", "list", "watch", "create", "delete", "deletecollection"}, "persistentvolumeclaims": {"get", "list", "watch", "create", "delete", "deletecollection"},
-		"services": {"list", "create", "delete", "deletecollection"}, "events": {"create", "patch"},
+		"services": {"list", "create", "delete", "deletecollection"}, "events": {"create", "patch"}, "pods/status": {"patch"},
 	} {
 		for _, v := range verbs {
 			checks = append(checks, check{driverSA, v, "", res, "team-a", "", true}, check{driverSA, v, "", res, "team-b", "", false})
@@ -873,6 +874,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		check{driverSA, "update", "", "services", "team-a", "", false},
 		check{driverSA, "create", "networking.k8s.io", "ingresses", "team-a", "", false}, // no ui.ingress in these values
 		check{driverSA, "update", "", "pods", "team-a", "", false},
+		check{driverSA, "update", "", "pods/status", "team-a", "", false},
 		check{driverSA, "create", "", "pods/exec", "team-a", "", false},
 		check{driverSA, "list", "", "pods", "", "", false},
 		check{"system:serviceaccount:team-a:default", "create", "", "pods", "team-a", "", false},

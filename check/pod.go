@@ -105,6 +105,9 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if cs, ok := findStatus(pod.Status.ContainerStatuses, st.SparkContainer); ok {
 		r.line("spark container %s: %s", st.SparkContainer, containerState(cs))
 	}
+	if ended, ok := pod.Annotations[vocab.AnnotationEnded]; ok {
+		r.line("ended: %s", ended)
+	}
 	key := vocab.LabelAppID
 	if st.AppPerJVM { // each JVM's executors carry its own application id
 		key = vocab.LabelDriverApp

@@ -12,6 +12,7 @@ const (
 	DefaultCreateQPS          = 50
 	DefaultCreateConcurrency  = 16
 	DefaultTokenExpiration    = 3600
+	DefaultScheduleDeadline   = 600
 	DefaultLocalDirs          = 1
 )
 
@@ -74,6 +75,9 @@ func (s *Sidecar) SetDefaults(version string) {
 	}
 	if s.TokenExpirationSeconds == 0 {
 		s.TokenExpirationSeconds = DefaultTokenExpiration
+	}
+	if s.ExecutorScheduleDeadlineSeconds == 0 {
+		s.ExecutorScheduleDeadlineSeconds = DefaultScheduleDeadline
 	}
 	if s.Resources == nil {
 		s.Resources = &corev1.ResourceRequirements{

@@ -14,7 +14,8 @@ func TestSidecarSetDefaultsOnDecodedEffective(t *testing.T) {
 	}
 	e.Sidecar.SetDefaults("dev")
 	if want := Default("dev").For("spark").Sidecar; e.Sidecar.CreateQPS != want.CreateQPS || e.Sidecar.CreateConcurrency != want.CreateConcurrency ||
-		e.Sidecar.Port != want.Port || e.Sidecar.TokenExpirationSeconds != want.TokenExpirationSeconds {
+		e.Sidecar.Port != want.Port || e.Sidecar.TokenExpirationSeconds != want.TokenExpirationSeconds ||
+		e.Sidecar.ExecutorScheduleDeadlineSeconds != DefaultScheduleDeadline {
 		t.Errorf("defaults = %+v, want %+v", e.Sidecar, want)
 	}
 	if e.Sidecar.CreateQPS != DefaultCreateQPS || e.Sidecar.CreateConcurrency != DefaultCreateConcurrency {

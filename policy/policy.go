@@ -181,6 +181,11 @@ type Sidecar struct {
 	CreateConcurrency int     `json:"createConcurrency,omitempty"`
 	// TokenExpirationSeconds is the projected service-account token's lifetime.
 	TokenExpirationSeconds int64 `json:"tokenExpirationSeconds,omitempty"`
+	// ExecutorScheduleDeadlineSeconds is how long an application's first
+	// executors may wait for a node before the sidecar warns, and an
+	// application that fails or is killed with none ever scheduled ends
+	// as ExecutorsNeverScheduled.
+	ExecutorScheduleDeadlineSeconds int64 `json:"executorScheduleDeadlineSeconds,omitempty"`
 }
 
 // LocalDirs configures Spark's scratch space.

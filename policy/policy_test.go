@@ -21,6 +21,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"spark port", "sidecar: {port: 4040}", "sidecar.port: 4040 is one of Spark's own ports"},
 		{"bad quantity", "limits:\n  executor: {maxMemory: lots}", "maxMemory"},
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
+		{"negative deadline", "sidecar: {executorScheduleDeadlineSeconds: -1}", "sidecar.executorScheduleDeadlineSeconds: must not be negative"},
 		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
 		{"not a mapping", "- a\n- b", "must be a mapping"},
 		{"executor on the driver account", "driver:\n  defaults: {serviceAccountName: spark-driver}\nspark:\n  enforced:\n    spark.kubernetes.authenticate.executor.serviceAccountName: spark-driver",

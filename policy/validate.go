@@ -341,6 +341,9 @@ func (v *validator) sidecar(at string, s Sidecar) {
 	if s.TokenExpirationSeconds != 0 && s.TokenExpirationSeconds < 600 {
 		v.add(at+".tokenExpirationSeconds", "must be at least 600 (the kubelet's minimum), got %d", s.TokenExpirationSeconds)
 	}
+	if s.ExecutorScheduleDeadlineSeconds < 0 {
+		v.add(at+".executorScheduleDeadlineSeconds", "must not be negative, got %d (0 or absent: %d)", s.ExecutorScheduleDeadlineSeconds, DefaultScheduleDeadline)
+	}
 }
 
 func (v *validator) dnsSubdomain(at, name string) {

@@ -37,14 +37,19 @@ type allocator struct {
 	slots     chan struct{}
 	now       func() time.Time
 
-	mu       sync.Mutex
-	blocked  time.Time // the end of the backoff after a failed create
-	backoff  time.Duration
-	apiErr   error // the API server's refusal, repeated to the JVM until blocked
-	inflight int
+	mu      sync.Mutex
+	blocked time.Time // the end of the backoff after a failed create
+	backoff time.Duration
+	apiErr  error // the API server's refusal, repeated to the JVM until blocked
+	// apiReason is apiErr's Event reason.
+	apiReason string
+	inflight  int
 	// unreported holds, by Event reason, the last failure within a backoff
 	// period, which no Event reported yet.
 	unreported map[string]string
+	// refused counts the refused creations by Event reason, for how the
+	// application ended.
+	refused map[string]refusals
 
 	createdTotal int       // executors created by this sidecar
 	sinceEvent   int       // created since the last ExecutorsCreated event

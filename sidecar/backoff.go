@@ -35,6 +35,9 @@ func (a *allocator) checkBackoff(name string) error {
 		return nil
 	}
 	a.metrics.quotaShortCircuits.Inc()
+	r := a.refused[a.apiReason]
+	r.count++
+	a.refused[a.apiReason] = r
 	msg := fmt.Sprintf("%s (sparklet retries after %s)", a.apiErr.Error(), a.blocked.Sub(a.now()).Round(time.Second))
 	var st apierrors.APIStatus
 	if errors.As(a.apiErr, &st) {
@@ -64,8 +67,12 @@ func (a *allocator) failed(name, reason, what string, err error, fromAPI bool) e
 		a.blocked = now.Add(a.backoff)
 	}
 	if fromAPI {
-		a.apiErr = err
+		a.apiErr, a.apiReason = err, reason
 	}
+	if a.refused == nil {
+		a.refused = map[string]refusals{}
+	}
+	a.refused[reason] = refusals{count: a.refused[reason].count + 1, last: eventMessage(err.Error(), name)}
 	msg := fmt.Sprintf("%s (reported at most once per backoff period, up to %s): %s", what, backoffMax, eventMessage(err.Error(), name))
 	if report {
 		delete(a.unreported, reason)
@@ -99,8 +106,25 @@ func (a *allocator) reportUnreported() {
 	}
 }
 
+// refusals are the creations refused so far: by a ResourceQuota, and by
+// the policy, its limits or the API server's admission.
+func (a *allocator) refusals() (quota, other refusals) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for _, reason := range slices.Sorted(maps.Keys(a.refused)) {
+		r := a.refused[reason]
+		if reason == "ExecutorQuota" {
+			quota = r
+			continue
+		}
+		other.count += r.count
+		other.last = r.last
+	}
+	return quota, other
+}
+
 func (a *allocator) clearBackoff() {
 	a.mu.Lock()
-	a.backoff, a.blocked, a.apiErr = 0, time.Time{}, nil
+	a.backoff, a.blocked, a.apiErr, a.apiReason = 0, time.Time{}, nil, ""
 	a.mu.Unlock()
 }

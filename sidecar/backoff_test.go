@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -33,8 +34,7 @@ func TestEveryAPIRefusalIsBackedOff(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			h := start(t, "")
-			h.client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+			h := startReacting(t, "create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 				return true, nil, tc.err
 			})
 			for i := 1; i <= 5; i++ { // the JVM retries every batch delay
@@ -53,18 +53,18 @@ func TestEveryAPIRefusalIsBackedOff(t *testing.T) {
 
 // The period doubles from backoffMin, and a create is let through once it ends.
 func TestBackoffPeriodDoublesThenLetsThrough(t *testing.T) {
-	h := start(t, "")
-	clock := time.Now()
-	h.sc.api.alloc.mu.Lock()
-	h.sc.api.alloc.now = func() time.Time { return clock }
-	h.sc.api.alloc.mu.Unlock()
-	refuse := true
-	h.client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
-		if refuse {
+	var refuse atomic.Bool
+	refuse.Store(true)
+	h := startReacting(t, "create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if refuse.Load() {
 			return true, nil, apierrors.NewForbidden(podsGR, "x", fmt.Errorf("exceeded quota: compute"))
 		}
 		return false, nil, nil
 	})
+	clock := time.Now()
+	h.sc.api.alloc.mu.Lock()
+	h.sc.api.alloc.now = func() time.Time { return clock }
+	h.sc.api.alloc.mu.Unlock()
 	post := func(id int) int {
 		code, _ := h.do("POST", "/api/v1/namespaces/spark/pods", "application/json", executor(id))
 		return code
@@ -78,7 +78,7 @@ func TestBackoffPeriodDoublesThenLetsThrough(t *testing.T) {
 		t.Fatalf("%d creates reached the API server, want 2", n)
 	}
 	clock = clock.Add(backoffMin)
-	refuse = false
+	refuse.Store(false)
 	if code := post(4); code != http.StatusCreated {
 		t.Fatalf("after the period: %d, want 201", code)
 	}

@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"errors"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -28,7 +30,7 @@ const (
 // one on the driver pod, each scoped to the namespace and by selector, and
 // waits for both caches to sync. The returned channel is closed when the
 // Spark container ends. The informers run until stop is closed.
-func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*state, <-chan struct{}, error) {
+func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}, pol *policy.Effective) (*state, <-chan struct{}, error) {
 	execPods := s.podInformer(func(o *metav1.ListOptions) {
 		o.LabelSelector = s.apps.all().String() + "," + vocab.LabelRole + "=executor"
 	})
@@ -52,9 +54,12 @@ func (s *Sidecar) startInformers(ctx context.Context, stop <-chan struct{}) (*st
 			}},
 		driverSource: &source{store: driverPods.GetIndexer(), namespace: s.cfg.Namespace, hub: newHub(256, hubBytes),
 			keep: func(p *cachedPod) bool { return p.Name == s.cfg.PodName }},
+		ends: newExecutorEnds(s.events, time.Duration(pol.Sidecar.ExecutorScheduleDeadlineSeconds)*time.Second),
 	}
-	if _, err := execPods.AddEventHandler(st.executors.hub.handler()); err != nil {
-		return nil, nil, err
+	for _, h := range []cache.ResourceEventHandler{st.executors.hub.handler(), st.ends.handler()} {
+		if _, err := execPods.AddEventHandler(h); err != nil {
+			return nil, nil, err
+		}
 	}
 	if _, err := driverPods.AddEventHandler(st.driverSource.hub.handler()); err != nil {
 		return nil, nil, err

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
@@ -31,7 +30,7 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 			if t := lastTermination(pod.pod, s.cfg.SparkContainer); !t.IsZero() {
 				go s.apps.jvmEnded(t)
 			}
-		case sparkTerminated(pod.pod, s.cfg.SparkContainer):
+		case sparkTermination(pod.pod, s.cfg.SparkContainer) != nil:
 			once.Do(func() { close(ended) })
 		}
 	}
@@ -39,16 +38,6 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 		AddFunc:    check,
 		UpdateFunc: func(_, obj any) { check(obj) },
 	}, ended
-}
-
-// sparkTerminated reports whether the Spark container has ended.
-func sparkTerminated(pod *corev1.Pod, container string) bool {
-	for _, s := range pod.Status.ContainerStatuses {
-		if s.Name == container && s.State.Terminated != nil {
-			return true
-		}
-	}
-	return false
 }
 
 // cleanup deletes the executor pods, executor ConfigMaps and PVCs that sel

@@ -22,6 +22,10 @@ type cachedPod struct {
 	// pod is the whole decoded pod, kept for the driver only: the
 	// sidecar reads its container statuses and annotations.
 	pod *corev1.Pod
+	// failure is how an executor failed, once it has, and unschedulable
+	// why the scheduler has not placed it yet (executorEnds).
+	failure       *executorFailure
+	unschedulable string
 	// json is the pod with its kind, as the API server sends it, less
 	// metadata.managedFields (see encodeForJVM).
 	json []byte
@@ -67,6 +71,8 @@ func podTransform(driver bool) cache.TransformFunc {
 		c := &cachedPod{podFacts: factsOf(pod, in), json: raw}
 		if driver {
 			c.pod = pod
+		} else {
+			c.failure, c.unschedulable = failureOf(pod), unschedulableOf(pod)
 		}
 		return c, nil
 	}

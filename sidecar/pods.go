@@ -98,6 +98,7 @@ func (a *API) deletePod(w http.ResponseWriter, req *request) {
 		writeError(w, err)
 		return
 	}
+	a.state.ends.release(req.name)
 	if err := a.client.Pods(a.namespace).Delete(req.Context(), req.name, opts); err != nil {
 		writeError(w, err)
 		return
@@ -123,6 +124,9 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 		return
 	}
 	list, rv := a.state.executors.list(sel)
+	for _, p := range list {
+		a.state.ends.release(p.Name)
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(list))
 	sem := make(chan struct{}, 16)

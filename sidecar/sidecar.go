@@ -32,6 +32,9 @@ type Sidecar struct {
 	api     *API // once prepared
 	ready   chan struct{}
 	addr    string // where the JVM's API listens, once ready
+	// endWait is how long a sidecar asked to stop waits for the Spark
+	// container's end (endStatusWait).
+	endWait time.Duration
 }
 
 // APIAddr is the address the JVM's API listens on; valid once Ready.
@@ -39,7 +42,7 @@ func (s *Sidecar) APIAddr() string { return s.addr }
 
 // New returns a sidecar for a validated config.
 func New(cfg Config, log *logrus.Entry) *Sidecar {
-	return &Sidecar{cfg: cfg, log: log, metrics: newMetrics(), ready: make(chan struct{})}
+	return &Sidecar{cfg: cfg, log: log, metrics: newMetrics(), ready: make(chan struct{}), endWait: endStatusWait}
 }
 
 // WrapTransport counts the sidecar's own API requests in its metrics; use
@@ -104,7 +107,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 	if err != nil {
 		return nil, nil, err
 	}
-	st, ended, err := s.startInformers(ctx, stopInformers)
+	st, ended, err := s.startInformers(ctx, stopInformers, pol)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -159,12 +162,18 @@ func (s *Sidecar) serve(api *API) (stop func(), err error) {
 }
 
 // wait returns when the Spark container has ended or ctx is done, after
-// deleting what the application leaves behind.
+// saying how the application ended and deleting what it leaves behind.
 func (s *Sidecar) wait(ctx context.Context, ended <-chan struct{}) error {
+	why := "the Spark container ended"
 	select {
 	case <-ended:
-		return s.cleanupAndReport("the Spark container ended")
 	case <-ctx.Done():
-		return s.cleanupAndReport("the sidecar was asked to stop")
+		why = "the sidecar was asked to stop"
+		select {
+		case <-ended:
+		case <-time.After(s.endWait):
+		}
 	}
+	s.reportEnd()
+	return s.cleanupAndReport(why)
 }

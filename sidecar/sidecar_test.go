@@ -66,7 +66,23 @@ func startWith(t *testing.T, policyYAML string, drv *corev1.Pod, objects ...runt
 // startSidecar starts sc, whose driver pod is drv.
 func startSidecar(t *testing.T, sc *Sidecar, drv *corev1.Pod, objects ...runtime.Object) *harness {
 	t.Helper()
-	client := fake.NewClientset(append([]runtime.Object{drv}, objects...)...)
+	return startFake(t, sc, fake.NewClientset(append([]runtime.Object{drv}, objects...)...))
+}
+
+// startReacting starts a sidecar whose fake API server answers verb on
+// resource with react first. The reactor goes in before the sidecar starts:
+// the fake client's reactor chain has no lock, and the sidecar writes
+// Events from the start.
+func startReacting(t *testing.T, verb, resource string, react k8stesting.ReactionFunc) *harness {
+	t.Helper()
+	client := fake.NewClientset(driver())
+	client.PrependReactor(verb, resource, react)
+	return startFake(t, newTestSidecar(t, ""), client)
+}
+
+// startFake starts sc against client, which holds its driver pod.
+func startFake(t *testing.T, sc *Sidecar, client *fake.Clientset) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, client: client, sc: sc, done: make(chan error, 1), cancel: cancel}
 	go func() { h.done <- sc.Run(ctx, kubecoretest.New(client)) }()
@@ -230,8 +246,7 @@ func TestPolicyRefusalAndOtherApp(t *testing.T) {
 }
 
 func TestQuotaBackoffShieldsTheAPIServer(t *testing.T) {
-	h := start(t, "")
-	h.client.PrependReactor("create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
+	h := startReacting(t, "create", "pods", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewForbidden(podsGR, "x", fmt.Errorf("exceeded quota: compute, requested: pods=1, used: pods=10, limited: pods=10"))
 	})
 	for i := 1; i <= 5; i++ { // the JVM retries every batch delay
@@ -370,15 +385,7 @@ func TestLifecycleCleansUpWhenTheDriverEnds(t *testing.T) {
 	if _, err := h.client.CoreV1().Pods(testNS).UpdateStatus(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	select {
-	case err := <-h.done:
-		if err != nil {
-			t.Fatalf("sidecar: %v", err)
-		}
-		h.done <- nil // for the cleanup hook
-	case <-time.After(10 * time.Second):
-		t.Fatal("sidecar did not exit after the Spark container ended")
-	}
+	h.waitExit("the Spark container ended")
 	for _, r := range []string{"pods", "configmaps", "persistentvolumeclaims"} {
 		if h.actions("delete-collection", r) != 1 {
 			t.Errorf("no collection delete of %s", r)
@@ -424,7 +431,9 @@ func newTestSidecar(tb testing.TB, policyYAML string) *Sidecar {
 	}
 	log := logrus.New()
 	log.SetOutput(io.Discard)
-	return New(cfg, log.WithField("component", "sidecar"))
+	sc := New(cfg, log.WithField("component", "sidecar"))
+	sc.endWait = 0 // the tests stop the sidecar without ending the Spark container
+	return sc
 }
 
 // TestExecutorNeverRunsAsTheDriverAccount: whatever names the driver's

@@ -66,6 +66,7 @@ type state struct {
 	driverName   string
 	executors    *source // this application's executor pods
 	driverSource *source // the driver pod itself
+	ends         *executorEnds
 }
 
 func (s *state) executor(name string) (*cachedPod, error) {

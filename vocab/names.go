@@ -37,6 +37,24 @@ const (
 	AnnotationScheduling         = "sparklet.io/scheduling"          // the webhook writes the scheduler, queue and gang; the sidecar reads it and stamps executors
 	AnnotationStatus             = "sparklet.io/status"              // the webhook writes what it injected; the webhook (on reinvocation) and `sparklet check` read it
 	AnnotationUIURL              = "sparklet.io/ui-url"              // the sidecar writes the Spark UI's address; users and `sparklet check` read it
+	AnnotationEnded              = "sparklet.io/ended"               // the sidecar writes how the application ended, "<class>: <message>" (the classes below); users and `sparklet check` read it
+)
+
+// How an application ended, as the sidecar classifies it when the Spark
+// container ends: the reason of its Event on the driver pod, the start of
+// sparklet.io/ended, and the type (ConditionPrefix + class, status True)
+// of the pod condition it writes on the driver pod; users and a Job's
+// podFailurePolicy (onPodConditions) read them.
+const (
+	ConditionPrefix            = "sparklet.io/"            // the prefix of the driver pod's condition types, as sparklet.io/UserError
+	EndSucceeded               = "Succeeded"               // the Spark container exited 0
+	EndUserError               = "UserError"               // the JVM exited non-zero for none of the reasons below: the application's own failure
+	EndDriverOOMKilled         = "DriverOOMKilled"         // the kubelet killed the Spark container at its memory limit
+	EndDriverKilled            = "DriverKilled"            // the Spark container ended on a signal (the pod deleted, evicted, its deadline) or was still running when the sidecar was stopped
+	EndExecutorsOOMKilled      = "ExecutorsOOMKilled"      // the JVM failed after executors were lost to OOM (OOMKilled, or Spark's OutOfMemoryError exit code 52)
+	EndQuotaRefused            = "QuotaRefused"            // the JVM failed after a ResourceQuota refused executors it asked for
+	EndPolicyRefused           = "PolicyRefused"           // the JVM failed after the sparklet policy, its limits or the API server's admission refused executors it asked for
+	EndExecutorsNeverScheduled = "ExecutorsNeverScheduled" // the JVM failed or was killed with no executor ever scheduled, the first having waited past the policy's sidecar.executorScheduleDeadlineSeconds
 )
 
 // The env contract between the webhook and the sidecar: the webhook writes

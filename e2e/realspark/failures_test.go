@@ -13,11 +13,13 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/sleepyjob"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestDriverKilled kills the driver JVM with SIGKILL mid-job, so Spark's
 // own stop() never runs: the sidecar sees the Spark container end and
-// deletes the executors within seconds, and the pod fails.
+// deletes the executors within seconds, and the pod fails, ending as
+// DriverKilled by SIGKILL.
 func TestDriverKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
@@ -30,6 +32,7 @@ func TestDriverKilled(t *testing.T) {
 			if done.Status.Phase != corev1.PodFailed {
 				t.Errorf("driver pod %s after its JVM was killed, want Failed", done.Status.Phase)
 			}
+			checkEnded(t, ns, sleepyDriver, done, vocab.EndDriverKilled, "exit code 137 (SIGKILL)")
 			if _, _, seen, _ := execs.Counts(); seen != 2 {
 				t.Errorf("%d executor pods, want 2", seen)
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/test/sleepyjob"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // hostPathTemplate is an executor pod template that mounts a node
@@ -42,7 +43,8 @@ spec:
 
 // TestExecutorRefused runs a driver whose executors the policy refuses at
 // runtime: the JVM gets the reason in its log, and its retries, one a
-// second, fold into one Event on the driver pod.
+// second, fold into one Event on the driver pod. Deleted, the driver ends
+// as PolicyRefused, with the reason.
 func TestExecutorRefused(t *testing.T) {
 	for _, tc := range []struct{ name, template, why string }{
 		{"hostPath", hostPathTemplate,
@@ -94,8 +96,9 @@ func executorRefused(t *testing.T, d spark.Dist, template, why string) {
 	if _, _, seen, _ := execs.Counts(); seen != 0 {
 		t.Errorf("%d refused executor pods reached the API server", seen)
 	}
-	t.Logf("Spark %s: %d executors refused, one Event with count %d", d.Version, refusals, events[0].Count)
 	deleteDriver(t, ns)
+	ended := checkEnded(t, ns, sleepyDriver, nil, vocab.EndPolicyRefused, why)
+	t.Logf("Spark %s: %d executors refused, one Event with count %d; ended %s: %s", d.Version, refusals, events[0].Count, vocab.EndPolicyRefused, ended)
 }
 
 var refusedLine = regexp.MustCompile(`pods "([^"]+)" is forbidden: sparklet policy: `)

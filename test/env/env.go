@@ -335,6 +335,7 @@ func (e *Env) driverRBAC(ctx context.Context, ns string) error {
 		func() error {
 			_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "persistentvolumeclaims"}, Verbs: all},
+				{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
 				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "delete", "deletecollection"}},
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			}}, metav1.CreateOptions{})
