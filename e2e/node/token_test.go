@@ -102,9 +102,40 @@ func setPolicy(ctx context.Context, t *testing.T, release, releaseNS, key, value
 	set := func(ctx context.Context, v string) {
 		helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values", "--set", key+"="+v)
 		kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=3m")
+		waitOldPodsGone(ctx, t, releaseNS, release+"-sparklet")
 	}
 	set(ctx, value)
 	t.Cleanup(func() { set(context.Background(), after) })
+}
+
+// waitOldPodsGone waits until the deployment has no terminating pod: a
+// rollout is complete before its old pods have drained (the chart's
+// webhook.drainSeconds), and until then they may still answer with the
+// old policy.
+func waitOldPodsGone(ctx context.Context, t *testing.T, ns, deployment string) {
+	t.Helper()
+	d, err := cp.Client().AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sel := metav1.FormatLabelSelector(d.Spec.Selector)
+	terminating := -1
+	err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return false, nil
+		}
+		terminating = 0
+		for _, p := range list.Items {
+			if p.DeletionTimestamp != nil {
+				terminating++
+			}
+		}
+		return terminating == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: %d old pods still terminating a minute after the rollout: %v", deployment, terminating, err)
+	}
 }
 
 // tokenTimes reads a service-account token's iat and exp claims.
