@@ -18,9 +18,7 @@ import (
 //     Spark 4.2+) POST a StatefulSet or Deployment whose controller would
 //     create the executors, past the executor policy. The webhook refuses
 //     those allocators; this answers a JVM that chose one at run time.
-//   - pods/{name}/{subresource}, such as resize, which Spark 4.2's
-//     ExecutorResizePlugin patches: executors keep the resources the
-//     executor policy gave them.
+//   - pods/{name}/{subresource} other than resize (resize.go).
 //
 // It reports whether the request was one, with the resource to count it under.
 func (a *API) serveRefusedPath(w http.ResponseWriter, req *request) (string, bool) {
@@ -37,12 +35,12 @@ func (a *API) serveRefusedPath(w http.ResponseWriter, req *request) (string, boo
 	}
 	if len(parts) == 7 && parts[0] == "api" && parts[1] == "v1" && parts[2] == "namespaces" && parts[4] == "pods" {
 		sub := parts[6]
-		why := fmt.Errorf("the sparklet sidecar serves no pods/%s subresource", sub)
 		if sub == "resize" {
-			why = fmt.Errorf("the sparklet sidecar does not resize executors in place: they keep the resources the executor " +
-				"policy gave them; remove the executor resize plugin from spark.plugins")
+			a.serveResize(w, req, parts[3], parts[5])
+			return "pods", true
 		}
-		writeError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + sub}, parts[5], why))
+		writeError(w, apierrors.NewForbidden(schema.GroupResource{Resource: "pods/" + sub}, parts[5],
+			fmt.Errorf("the sparklet sidecar serves no pods/%s subresource", sub)))
 		return "pods/" + sub, true
 	}
 	return "", false

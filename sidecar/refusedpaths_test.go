@@ -20,7 +20,7 @@ func TestRefusedPathsAnswer403WithAReason(t *testing.T) {
 		{http.MethodPost, "/apis/apps/v1/namespaces/" + testNS + "/deployments", "spark.kubernetes.allocation.pods.allocator=direct"},
 		{http.MethodPatch, "/apis/apps/v1/namespaces/" + testNS + "/deployments/spark-d-app-0/scale", "allocator=direct"},
 		{http.MethodGet, "/apis/apps/v1", "allocator=direct"},
-		{http.MethodPatch, "/api/v1/namespaces/" + testNS + "/pods/pi-exec-1/resize", "does not resize executors"},
+		{http.MethodPatch, "/api/v1/namespaces/" + testNS + "/pods/pi-exec-1/ephemeralcontainers", "pods/ephemeralcontainers"},
 		{http.MethodPost, "/api/v1/namespaces/" + testNS + "/pods/pi-exec-1/eviction", "pods/eviction"},
 	}
 	for _, tc := range cases {

@@ -13,6 +13,9 @@ func (a *API) route(w http.ResponseWriter, req *request) string {
 	if resource, ok := a.serveDiscovery(w, req); ok {
 		return resource
 	}
+	if resource, ok := a.servePodMetrics(w, req); ok {
+		return resource
+	}
 	if resource, ok := a.serveRefusedPath(w, req); ok {
 		return resource
 	}

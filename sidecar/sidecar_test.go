@@ -83,9 +83,15 @@ func startReacting(t *testing.T, verb, resource string, react k8stesting.Reactio
 // startFake starts sc against client, which holds its driver pod.
 func startFake(t *testing.T, sc *Sidecar, client *fake.Clientset) *harness {
 	t.Helper()
+	return startCore(t, sc, client, kubecoretest.New(client))
+}
+
+// startCore starts sc against core, which serves client.
+func startCore(t *testing.T, sc *Sidecar, client *fake.Clientset, core *kubecoretest.Clientset) *harness {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	h := &harness{t: t, client: client, sc: sc, done: make(chan error, 1), cancel: cancel}
-	go func() { h.done <- sc.Run(ctx, kubecoretest.New(client)) }()
+	go func() { h.done <- sc.Run(ctx, core) }()
 	select {
 	case <-sc.Ready():
 	case err := <-h.done:

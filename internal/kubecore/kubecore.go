@@ -45,6 +45,10 @@ type Interface interface {
 	PersistentVolumeClaims(namespace string) Collection[*corev1.PersistentVolumeClaim, *corev1.PersistentVolumeClaimList]
 	Services(namespace string) Resource[*corev1.Service, *corev1.ServiceList]
 	Ingresses(namespace string) Resource[*networkingv1.Ingress, *networkingv1.IngressList]
+	ResourceQuotas(namespace string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList]
+	// PodMetrics is the metrics.k8s.io/v1beta1 PodMetrics of one pod, as
+	// the API server answers it (from metrics-server, where one runs).
+	PodMetrics(ctx context.Context, namespace, name string) ([]byte, error)
 	// ServerVersion is the API server's /version.
 	ServerVersion(ctx context.Context) (*version.Info, error)
 }
@@ -128,6 +132,17 @@ func (c *client) Services(ns string) Resource[*corev1.Service, *corev1.ServiceLi
 
 func (c *client) Ingresses(ns string) Resource[*networkingv1.Ingress, *networkingv1.IngressList] {
 	return resource[networkingv1.Ingress, networkingv1.IngressList](c.networking, c.params, "ingresses", ns)
+}
+
+func (c *client) ResourceQuotas(ns string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
+	return resource[corev1.ResourceQuota, corev1.ResourceQuotaList](c.core, c.params, "resourcequotas", ns)
+}
+
+// PodMetrics GETs the pod's metrics as fabric8's top().pods().metrics(ns,
+// name) does (PodMetricOperationsImpl, v7.6.1).
+func (c *client) PodMetrics(ctx context.Context, ns, name string) ([]byte, error) {
+	return c.core.Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", ns, "pods", name).
+		SetHeader("Accept", "application/json").Do(ctx).Raw()
 }
 
 // ServerVersion GETs /version, as client-go's discovery client does.

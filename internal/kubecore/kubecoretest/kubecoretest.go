@@ -5,6 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
 
@@ -12,10 +14,15 @@ import (
 )
 
 // Clientset is kubecore.Interface over a client-go clientset.
-type Clientset struct{ kubernetes.Interface }
+type Clientset struct {
+	kubernetes.Interface
+	// Metrics answers PodMetrics; nil answers NotFound, as an API server
+	// without metrics-server does.
+	Metrics func(namespace, name string) ([]byte, error)
+}
 
 // New wraps cs.
-func New(cs kubernetes.Interface) *Clientset { return &Clientset{cs} }
+func New(cs kubernetes.Interface) *Clientset { return &Clientset{Interface: cs} }
 
 func (c *Clientset) Pods(ns string) kubecore.Collection[*corev1.Pod, *corev1.PodList] {
 	return c.CoreV1().Pods(ns)
@@ -39,6 +46,17 @@ func (c *Clientset) Services(ns string) kubecore.Resource[*corev1.Service, *core
 
 func (c *Clientset) Ingresses(ns string) kubecore.Resource[*networkingv1.Ingress, *networkingv1.IngressList] {
 	return c.NetworkingV1().Ingresses(ns)
+}
+
+func (c *Clientset) ResourceQuotas(ns string) kubecore.Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
+	return c.CoreV1().ResourceQuotas(ns)
+}
+
+func (c *Clientset) PodMetrics(_ context.Context, ns, name string) ([]byte, error) {
+	if c.Metrics == nil {
+		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, name)
+	}
+	return c.Metrics(ns, name)
 }
 
 func (c *Clientset) ServerVersion(context.Context) (*version.Info, error) {
