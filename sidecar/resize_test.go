@@ -78,7 +78,9 @@ func TestExecutorResizedWithinPolicy(t *testing.T) {
 	if res.Requests.Cpu().String() != "1" {
 		t.Errorf("the resize changed the CPU request: %v", res.Requests)
 	}
-	waitEvent(t, h.client, "ExecutorResized", func(e corev1.Event) bool { return strings.Contains(e.Message, "pi-exec-1 resized to memory 1033476505") })
+	waitEvent(t, h.client, "ExecutorResized", func(e corev1.Event) bool {
+		return strings.Contains(e.Message, "pi-exec-1 resized to memory 1033476505")
+	})
 }
 
 // TestExecutorResizeRefusals: what the sidecar refuses, each with a 403
