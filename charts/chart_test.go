@@ -418,13 +418,16 @@ func TestDriverRBAC(t *testing.T) {
 	verbs := map[string][]string{}
 	for _, rule := range cr.Rules {
 		for _, res := range rule.Resources {
+			if g := rule.APIGroups[0]; g != "" {
+				res = g + "/" + res
+			}
 			verbs[res] = rule.Verbs
 		}
 	}
 	for res, need := range map[string][]string{
 		"pods": {"get", "list", "watch", "create", "delete", "deletecollection", "patch"}, "configmaps": {"create", "deletecollection"},
 		"persistentvolumeclaims": {"create", "list", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
-		"pods/status": {"patch"},
+		"pods/status": {"patch"}, "pods/resize": {"patch"}, "resourcequotas": {"list"}, "metrics.k8s.io/pods": {"get"},
 	} {
 		for _, v := range need {
 			if !contains(verbs[res], v) {
@@ -863,6 +866,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		"pods":       {"get", "list", "watch", "create", "delete", "deletecollection", "patch"},
 		"configmaps": {"get", "list", "watch", "create", "delete", "deletecollection"}, "persistentvolumeclaims": {"get", "list", "watch", "create", "delete", "deletecollection"},
 		"services": {"list", "create", "delete", "deletecollection"}, "events": {"create", "patch"}, "pods/status": {"patch"},
+		"pods/resize": {"patch"}, "resourcequotas": {"list"},
 	} {
 		for _, v := range verbs {
 			checks = append(checks, check{driverSA, v, "", res, "team-a", "", true}, check{driverSA, v, "", res, "team-b", "", false})

@@ -76,7 +76,7 @@ func (a *API) serveResize(w http.ResponseWriter, req *request, namespace, name s
 	out, err := a.client.Pods(a.namespace).Patch(req.Context(), name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager}, "resize")
 	if err != nil {
-		a.refuseResize(w, name, err)
+		a.refuseResize(w, name, apiRefusal(name, ask, err))
 		return
 	}
 	msg := fmt.Sprintf("executor %s resized to memory %s, as the driver asked", name, ask.memory.String())
@@ -96,6 +96,20 @@ func (a *API) refuseResize(w http.ResponseWriter, name string, err error) {
 	a.log.WithField("pod", name).Warn("refused an executor resize: " + err.Error())
 	a.alloc.events.warning("ExecutorResizeRefused", err.Error())
 	writeError(w, err)
+}
+
+// apiRefusal says which resize the API server refused, keeping its
+// Status code and reason: its own message names neither the executor's
+// size nor, for a node whose kubelet cannot resize ("Pod running on node
+// without support for resize"), what that means.
+func apiRefusal(name string, ask resizeAsk, err error) error {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) {
+		return err
+	}
+	st := se.ErrStatus
+	st.Message = fmt.Sprintf("executor %q: the API server refused its resize to memory %s: %s", name, ask.memory.String(), st.Message)
+	return &apierrors.StatusError{ErrStatus: st}
 }
 
 // resizeAsk is what a resize patch asks: a container's memory.

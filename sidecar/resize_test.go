@@ -9,9 +9,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
@@ -223,4 +226,28 @@ func startFakeCore(t *testing.T, sc *Sidecar, client *fake.Clientset, metrics fu
 	core := kubecoretest.New(client)
 	core.Metrics = metrics
 	return startCore(t, sc, client, core)
+}
+
+// TestAPIServersResizeRefusalIsPassedOn: the API server's refusal (here a
+// node without in-place resize) reaches the JVM with its code, naming the
+// executor and the size asked for.
+func TestAPIServersResizeRefusalIsPassedOn(t *testing.T) {
+	client := fake.NewClientset(driver(), sizedExecutor(1, "896Mi"))
+	client.PrependReactor("patch", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "resize" {
+			return false, nil, nil
+		}
+		return true, nil, apierrors.NewInvalid(schema.GroupKind{Kind: "Pod"}, "pi-exec-1",
+			field.ErrorList{field.Forbidden(field.NewPath("spec"), "Pod running on node without support for resize")})
+	})
+	h := startFake(t, newTestSidecar(t, capPolicy), client)
+	h.waitListed("spark-role%3Dexecutor", 1)
+	code, body := h.do(http.MethodPatch, resizePath, strategic, sparkResize("spark-kubernetes-executor", 1033476505))
+	var st metav1.Status
+	_ = json.Unmarshal(body, &st)
+	want := `executor "pi-exec-1": the API server refused its resize to memory 1033476505: Pod "pi-exec-1" is invalid: spec: Forbidden: Pod running on node without support for resize`
+	if code != http.StatusUnprocessableEntity || st.Reason != metav1.StatusReasonInvalid || st.Message != want {
+		t.Errorf("answer %d %s %q, want 422 Invalid %q", code, st.Reason, st.Message, want)
+	}
+	waitEvent(t, h.client, "ExecutorResizeRefused", func(e corev1.Event) bool { return e.Message == want })
 }

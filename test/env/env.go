@@ -336,6 +336,9 @@ func (e *Env) driverRBAC(ctx context.Context, ns string) error {
 			_, err := cs.RbacV1().Roles(ns).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
 				{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "persistentvolumeclaims"}, Verbs: all},
 				{APIGroups: []string{""}, Resources: []string{"pods/status"}, Verbs: []string{"patch"}},
+				{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
+				{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"list"}},
+				{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
 				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "delete", "deletecollection"}},
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			}}, metav1.CreateOptions{})
