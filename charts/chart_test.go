@@ -426,7 +426,7 @@ func TestDriverRBAC(t *testing.T) {
 	}
 	for res, need := range map[string][]string{
 		"pods": {"get", "list", "watch", "create", "delete", "deletecollection", "patch"}, "configmaps": {"create", "deletecollection"},
-		"persistentvolumeclaims": {"create", "list", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
+		"persistentvolumeclaims": {"create", "get", "list", "patch", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
 		"pods/status": {"patch"}, "pods/resize": {"patch"}, "resourcequotas": {"list"}, "metrics.k8s.io/pods": {"get"},
 	} {
 		for _, v := range need {
@@ -443,6 +443,17 @@ func TestDriverRBAC(t *testing.T) {
 		}
 		var sa corev1.ServiceAccount
 		r.get(t, "ServiceAccount/"+ns+"/spark-driver", &sa)
+	}
+	var scRole rbacv1.ClusterRole
+	r.get(t, "ClusterRole//"+release+"-sparklet-driver-storageclasses", &scRole)
+	if len(scRole.Rules) != 1 || scRole.Rules[0].Resources[0] != "storageclasses" || strings.Join(scRole.Rules[0].Verbs, ",") != "get" {
+		t.Errorf("storageclasses ClusterRole = %+v, want get on storageclasses only", scRole.Rules)
+	}
+	var scBinding rbacv1.ClusterRoleBinding
+	r.get(t, "ClusterRoleBinding//"+release+"-sparklet-driver-storageclasses", &scBinding)
+	if len(scBinding.Subjects) != 2 || scBinding.Subjects[0].Namespace != "team-a" || scBinding.Subjects[1].Namespace != "team-b" ||
+		scBinding.Subjects[0].Name != "spark-driver" {
+		t.Errorf("storageclasses ClusterRoleBinding subjects = %+v, want spark-driver of team-a and team-b", scBinding.Subjects)
 	}
 	// The one Role in a driver namespace is helm test's (TestHelmTestHook).
 	for key := range r.docs {

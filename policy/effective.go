@@ -278,6 +278,7 @@ func stricter(cluster, ns Limits) Limits {
 	out.Driver.MaxMemory = minQuantity(cluster.Driver.MaxMemory, ns.Driver.MaxMemory)
 	out.Executor.MaxCores = minQuantity(cluster.Executor.MaxCores, ns.Executor.MaxCores)
 	out.Executor.MaxMemory = minQuantity(cluster.Executor.MaxMemory, ns.Executor.MaxMemory)
+	out.Executor.MaxPVCSize = minQuantity(cluster.Executor.MaxPVCSize, ns.Executor.MaxPVCSize)
 	return out
 }
 

@@ -167,6 +167,10 @@ type Limits struct {
 type ResourceLimit struct {
 	MaxCores  *resource.Quantity `json:"maxCores,omitempty"`
 	MaxMemory *resource.Quantity `json:"maxMemory,omitempty"`
+	// MaxPVCSize (executors only) caps the storage an application's own
+	// PVC may be grown to (Spark 4.2+'s ExecutorPVCResizePlugin); unset,
+	// the sidecar grows none.
+	MaxPVCSize *resource.Quantity `json:"maxPVCSize,omitempty"`
 }
 
 // Sidecar configures the injected sidecar container.

@@ -21,6 +21,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"spark port", "sidecar: {port: 4040}", "sidecar.port: 4040 is one of Spark's own ports"},
 		{"bad quantity", "limits:\n  executor: {maxMemory: lots}", "maxMemory"},
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
+		{"zero PVC size", "limits:\n  executor: {maxPVCSize: 0}", "limits.executor.maxPVCSize: must be positive"},
+		{"driver PVC size", "limits:\n  driver: {maxPVCSize: 10Gi}", "limits.driver.maxPVCSize: PVC growth is for executors' PVCs only"},
 		{"negative deadline", "sidecar: {executorScheduleDeadlineSeconds: -1}", "sidecar.executorScheduleDeadlineSeconds: must not be negative"},
 		{"bad namespace", "namespaces:\n  Team_A: {}", "namespaces.Team_A"},
 		{"not a mapping", "- a\n- b", "must be a mapping"},
@@ -96,7 +98,7 @@ driver:
     labels: {tier: cluster}
 limits:
   maxExecutors: 50
-  executor: {maxMemory: 32Gi}
+  executor: {maxMemory: 32Gi, maxPVCSize: 100Gi}
 allowedImages: ["apache/*"]
 credentials: [{name: c1, secretName: s1, mountPath: /c1}]
 namespaces:
@@ -111,7 +113,7 @@ namespaces:
         labels: {tier: team, owner: team}
     limits:
       maxExecutors: 100
-      executor: {maxMemory: 8Gi}
+      executor: {maxMemory: 8Gi, maxPVCSize: 200Gi}
     allowedImages: ["apache/spark:*"]
     credentials: [{name: c2, secretName: s2, env: [{name: K, key: k}], to: [executor]}]
 `
@@ -132,6 +134,7 @@ func TestNamespaceLayering(t *testing.T) {
 		{"scalar default kept", e.Driver.Defaults.PriorityClassName, "low"},
 		{"env merged by name", e.Driver.Defaults.Env[1].Value, "team"},
 		{"stricter memory", e.Limits.Executor.MaxMemory.String(), "8Gi"},
+		{"stricter PVC size", e.Limits.Executor.MaxPVCSize.String(), "100Gi"},
 	}
 	for _, c := range checks {
 		if c.got != c.want {

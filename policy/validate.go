@@ -294,6 +294,12 @@ func (v *validator) limits(at string, l Limits) {
 		if r.lim.MaxMemory != nil && r.lim.MaxMemory.Sign() <= 0 {
 			v.add(at+"."+r.name+".maxMemory", "must be positive, got %s", r.lim.MaxMemory)
 		}
+		if r.lim.MaxPVCSize != nil && r.lim.MaxPVCSize.Sign() <= 0 {
+			v.add(at+"."+r.name+".maxPVCSize", "must be positive, got %s", r.lim.MaxPVCSize)
+		}
+	}
+	if l.Driver.MaxPVCSize != nil {
+		v.add(at+".driver.maxPVCSize", "PVC growth is for executors' PVCs only; move it to %s.executor.maxPVCSize", at)
 	}
 }
 

@@ -21,7 +21,7 @@ var served = []metav1.APIResource{
 	{Name: "configmaps", SingularName: "configmap", Namespaced: true, Kind: "ConfigMap",
 		Verbs: metav1.Verbs{"create", "deletecollection"}, ShortNames: []string{"cm"}},
 	{Name: "persistentvolumeclaims", SingularName: "persistentvolumeclaim", Namespaced: true, Kind: "PersistentVolumeClaim",
-		Verbs: metav1.Verbs{"create", "list", "deletecollection"}, ShortNames: []string{"pvc"}},
+		Verbs: metav1.Verbs{"create", "get", "list", "patch", "deletecollection"}, ShortNames: []string{"pvc"}},
 	{Name: "services", SingularName: "service", Namespaced: true, Kind: "Service",
 		Verbs: metav1.Verbs{"deletecollection"}, ShortNames: []string{"svc"}},
 }

@@ -27,6 +27,10 @@ func (a *API) servePassThrough(w http.ResponseWriter, req *request) {
 		a.createPassThrough(w, req)
 		return
 	}
+	if req.verb == "get" || req.verb == "patch" { // persistentvolumeclaims only
+		a.servePVC(w, req)
+		return
+	}
 	sel, err := req.selectors()
 	if err != nil {
 		writeError(w, err)

@@ -76,7 +76,7 @@ func (a *API) serveResize(w http.ResponseWriter, req *request, namespace, name s
 	out, err := a.client.Pods(a.namespace).Patch(req.Context(), name, types.StrategicMergePatchType, patch,
 		metav1.PatchOptions{FieldManager: fieldManager}, "resize")
 	if err != nil {
-		a.refuseResize(w, name, apiRefusal(name, ask, err))
+		a.refuseResize(w, name, refusedByAPIServer(fmt.Sprintf("executor %q: the API server refused its resize to memory %s", name, ask.memory.String()), err))
 		return
 	}
 	msg := fmt.Sprintf("executor %s resized to memory %s, as the driver asked", name, ask.memory.String())
@@ -98,17 +98,17 @@ func (a *API) refuseResize(w http.ResponseWriter, name string, err error) {
 	writeError(w, err)
 }
 
-// apiRefusal says which resize the API server refused, keeping its
-// Status code and reason: its own message names neither the executor's
-// size nor, for a node whose kubelet cannot resize ("Pod running on node
+// refusedByAPIServer says what the API server refused, keeping its
+// Status code and reason: its own message names neither the size asked
+// for nor, for a node whose kubelet cannot resize ("Pod running on node
 // without support for resize"), what that means.
-func apiRefusal(name string, ask resizeAsk, err error) error {
+func refusedByAPIServer(what string, err error) error {
 	var se *apierrors.StatusError
 	if !errors.As(err, &se) {
 		return err
 	}
 	st := se.ErrStatus
-	st.Message = fmt.Sprintf("executor %q: the API server refused its resize to memory %s: %s", name, ask.memory.String(), st.Message)
+	st.Message = what + ": " + st.Message
 	return &apierrors.StatusError{ErrStatus: st}
 }
 
@@ -131,7 +131,7 @@ func parseResize(pt types.PatchType, body []byte) (resizeAsk, error) {
 	if err := json.Unmarshal(body, &pod); err != nil {
 		return ask, fmt.Errorf("the patch is not a JSON object: %w", err)
 	}
-	if err := onlyFields(pod, "", "spec", "apiVersion", "kind"); err != nil {
+	if err := onlyFields(pod, podResizeChange, "", "spec", "apiVersion", "kind"); err != nil {
 		return ask, err
 	}
 	for k, want := range podType {
@@ -143,14 +143,14 @@ func parseResize(pt types.PatchType, body []byte) (resizeAsk, error) {
 	if err := json.Unmarshal(pod["spec"], &spec); err != nil || spec == nil {
 		return ask, fmt.Errorf("the patch has no spec.containers")
 	}
-	if err := onlyFields(spec, "spec.", "containers"); err != nil {
+	if err := onlyFields(spec, podResizeChange, "spec.", "containers"); err != nil {
 		return ask, err
 	}
 	var containers []map[string]json.RawMessage
 	if err := json.Unmarshal(spec["containers"], &containers); err != nil || len(containers) != 1 {
 		return ask, fmt.Errorf("a resize names one container, the executor's Spark container")
 	}
-	if err := onlyFields(containers[0], "spec.containers[].", "name", "resources"); err != nil {
+	if err := onlyFields(containers[0], podResizeChange, "spec.containers[].", "name", "resources"); err != nil {
 		return ask, err
 	}
 	var typed []corev1.Container
@@ -174,9 +174,13 @@ func parseResize(pt types.PatchType, body []byte) (resizeAsk, error) {
 	return resizeAsk{container: c.Name, memory: lim}, nil
 }
 
-// onlyFields refuses a field of obj outside allowed unless its value is
-// empty (null, {}, [] or "").
-func onlyFields(obj map[string]json.RawMessage, at string, allowed ...string) error {
+// podResizeChange is what a pod resize may change.
+const podResizeChange = "a resize changes spec.containers[].resources only"
+
+// onlyFields refuses a field of obj (at the path at) outside allowed
+// unless its value is empty (null, {}, [] or ""), saying that the patch
+// may make only change.
+func onlyFields(obj map[string]json.RawMessage, change, at string, allowed ...string) error {
 	for k, v := range obj {
 		if slices.Contains(allowed, k) {
 			continue
@@ -185,7 +189,7 @@ func onlyFields(obj map[string]json.RawMessage, at string, allowed ...string) er
 		case "null", "{}", "[]", `""`:
 			continue
 		}
-		return fmt.Errorf("a resize changes spec.containers[].resources only, not %s%s", at, k)
+		return fmt.Errorf("%s, not %s%s", change, at, k)
 	}
 	return nil
 }

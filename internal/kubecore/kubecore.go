@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -46,6 +47,8 @@ type Interface interface {
 	Services(namespace string) Resource[*corev1.Service, *corev1.ServiceList]
 	Ingresses(namespace string) Resource[*networkingv1.Ingress, *networkingv1.IngressList]
 	ResourceQuotas(namespace string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList]
+	// StorageClasses are cluster-scoped.
+	StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList]
 	// PodMetrics is the metrics.k8s.io/v1beta1 PodMetrics of one pod, as
 	// the API server answers it (from metrics-server, where one runs).
 	PodMetrics(ctx context.Context, namespace, name string) ([]byte, error)
@@ -55,7 +58,7 @@ type Interface interface {
 
 // client is Interface over a REST client for each group.
 type client struct {
-	core, networking rest.Interface
+	core, networking, storage rest.Interface
 	params           runtime.ParameterCodec
 }
 
@@ -63,7 +66,7 @@ type client struct {
 // client-go's typed clients do (gentype.PrefersProtobuf, v0.36).
 func New(rc *rest.Config) (Interface, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, networkingv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -93,7 +96,11 @@ func New(rc *rest.Config) (Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{core: core, networking: networking, params: runtime.NewParameterCodec(scheme)}, nil
+	storage, err := restFor(storagev1.SchemeGroupVersion, "/apis")
+	if err != nil {
+		return nil, err
+	}
+	return &client{core: core, networking: networking, storage: storage, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 // resource is the client of one resource of rc's group, O its object
@@ -136,6 +143,10 @@ func (c *client) Ingresses(ns string) Resource[*networkingv1.Ingress, *networkin
 
 func (c *client) ResourceQuotas(ns string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
 	return resource[corev1.ResourceQuota, corev1.ResourceQuotaList](c.core, c.params, "resourcequotas", ns)
+}
+
+func (c *client) StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
+	return resource[storagev1.StorageClass, storagev1.StorageClassList](c.storage, c.params, "storageclasses", "")
 }
 
 // PodMetrics GETs the pod's metrics as fabric8's top().pods().metrics(ns,

@@ -32,6 +32,10 @@ func TestRequests(t *testing.T) {
 			_, _ = w.Write([]byte(`{"major":"1","minor":"37","gitVersion":"v1.37.2"}`))
 		case strings.HasSuffix(r.URL.Path, "/pods/pi"):
 			_, _ = w.Write([]byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"pi","namespace":"spark"}}`))
+		case strings.HasSuffix(r.URL.Path, "/storageclasses/fast"):
+			_, _ = w.Write([]byte(`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"x","allowVolumeExpansion":true}`))
+		case strings.HasSuffix(r.URL.Path, "/pods/pi-exec-1"):
+			_, _ = w.Write([]byte(`{"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1beta1","metadata":{"name":"pi-exec-1"}}`))
 		case strings.HasSuffix(r.URL.Path, "/ingresses"):
 			_, _ = w.Write([]byte(`{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"ui","namespace":"spark"}}`))
 		default:
@@ -64,12 +68,26 @@ func TestRequests(t *testing.T) {
 		t.Fatalf("Create Event: %v", err)
 	}
 
+	sc, err := c.StorageClasses().Get(ctx, "fast", metav1.GetOptions{})
+	if err != nil || sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+		t.Fatalf("Get StorageClass: %+v, %v", sc, err)
+	}
+	if m, err := c.PodMetrics(ctx, "spark", "pi-exec-1"); err != nil || !strings.Contains(string(m), `"PodMetrics"`) {
+		t.Fatalf("PodMetrics: %s, %v", m, err)
+	}
+	if _, err := c.ResourceQuotas("spark").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatalf("List ResourceQuotas: %v", err)
+	}
+
 	want := []seen{
 		{"GET", "/version", "", "", ""},
 		{"GET", "/api/v1/namespaces/spark/pods/pi", "resourceVersion=0", "application/vnd.kubernetes.protobuf,application/json", ""},
 		{"DELETE", "/api/v1/namespaces/spark/configmaps", "labelSelector=spark-app-selector%3Dspark-1", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/apis/networking.k8s.io/v1/namespaces/spark/ingresses", "fieldManager=sparklet-sidecar", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/api/v1/namespaces/spark/events", "", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
+		{"GET", "/apis/storage.k8s.io/v1/storageclasses/fast", "", "application/vnd.kubernetes.protobuf,application/json", ""},
+		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/spark/pods/pi-exec-1", "", "application/json", ""},
+		{"GET", "/api/v1/namespaces/spark/resourcequotas", "", "application/vnd.kubernetes.protobuf,application/json", ""},
 	}
 	if len(got) != len(want) {
 		t.Fatalf("requests %+v, want %+v", got, want)

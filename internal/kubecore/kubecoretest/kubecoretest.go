@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
@@ -50,6 +51,10 @@ func (c *Clientset) Ingresses(ns string) kubecore.Resource[*networkingv1.Ingress
 
 func (c *Clientset) ResourceQuotas(ns string) kubecore.Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList] {
 	return c.CoreV1().ResourceQuotas(ns)
+}
+
+func (c *Clientset) StorageClasses() kubecore.Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
+	return c.StorageV1().StorageClasses()
 }
 
 func (c *Clientset) PodMetrics(_ context.Context, ns, name string) ([]byte, error) {
