@@ -69,7 +69,9 @@ func TestPVCGrownWithinPolicy(t *testing.T) {
 	if len(pvc.Spec.AccessModes) != 1 || *pvc.Spec.StorageClassName != "expandable" {
 		t.Errorf("the resize changed more than the storage request: %+v", pvc.Spec)
 	}
-	waitEvent(t, h.client, "PVCResized", func(e corev1.Event) bool { return strings.Contains(e.Message, "PVC pi-exec-1-pvc-0 asks for storage 11811160064") })
+	waitEvent(t, h.client, "PVCResized", func(e corev1.Event) bool {
+		return strings.Contains(e.Message, "PVC pi-exec-1-pvc-0 asks for storage 11811160064")
+	})
 }
 
 // TestPVCResizeRefusals: what the sidecar refuses of a PVC resize, with a

@@ -59,7 +59,7 @@ type Interface interface {
 // client is Interface over a REST client for each group.
 type client struct {
 	core, networking, storage rest.Interface
-	params           runtime.ParameterCodec
+	params                    runtime.ParameterCodec
 }
 
 // New returns a client for rc. Each resource prefers protobuf, as
