@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -55,13 +54,7 @@ func (a *API) servePVC(w http.ResponseWriter, req *request) {
 		}
 	}
 	if err != nil {
-		var status apierrors.APIStatus
-		if !errors.As(err, &status) {
-			err = apierrors.NewForbidden(pvcGR, req.name, err)
-		}
-		a.log.WithField("pvc", req.name).Warn("refused a PVC resize: " + err.Error())
-		a.alloc.events.warning("PVCResizeRefused", err.Error())
-		writeError(w, err)
+		a.refuseGrowth(w, pvcGR, req.name, "PVCResizeRefused", err)
 		return
 	}
 	msg := fmt.Sprintf("PVC %s asks for storage %s, as the driver asked; the volume grows when the storage's CSI resizer expands it", req.name, size.String())

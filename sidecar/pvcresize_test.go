@@ -116,17 +116,7 @@ func TestPVCResizeRefusals(t *testing.T) {
 				ct = tc.contentType
 			}
 			code, body := h.do(http.MethodPatch, pvcPath, ct, tc.body)
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				t.Fatalf("answer is not a Status: %d %s", code, body)
-			}
-			want := tc.code
-			if want == 0 {
-				want = http.StatusForbidden
-			}
-			if code != want || !strings.Contains(st.Message, tc.refused) {
-				t.Errorf("answer %d %q, want %d saying %q", code, st.Message, want, tc.refused)
-			}
+			wantRefusal(t, code, body, tc.code, tc.refused)
 			if n := h.actions("patch", "persistentvolumeclaims"); n != 0 {
 				t.Errorf("a refused PVC resize reached the API server: %d patches", n)
 			}

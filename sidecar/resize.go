@@ -85,16 +85,22 @@ func (a *API) serveResize(w http.ResponseWriter, req *request, namespace, name s
 	writeObject(w, http.StatusOK, withKind(out))
 }
 
-// refuseResize answers the JVM with the refusal and reports it once in a
-// Warning Event (the recorder folds repeats, which Spark sends every
-// spark.kubernetes.executor.resizeInterval).
+// refuseResize answers the JVM with a refused resize of the executor.
 func (a *API) refuseResize(w http.ResponseWriter, name string, err error) {
+	a.refuseGrowth(w, resizeGR, name, "ExecutorResizeRefused", err)
+}
+
+// refuseGrowth answers the JVM with the refusal of a resize of one
+// object, a 403 unless the API server's own Status, logs it and reports
+// it in a Warning Event (the recorder folds repeats, which Spark sends
+// every interval of its resize plugin).
+func (a *API) refuseGrowth(w http.ResponseWriter, gr schema.GroupResource, name, reason string, err error) {
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
-		err = apierrors.NewForbidden(resizeGR, name, err)
+		err = apierrors.NewForbidden(gr, name, err)
 	}
-	a.log.WithField("pod", name).Warn("refused an executor resize: " + err.Error())
-	a.alloc.events.warning("ExecutorResizeRefused", err.Error())
+	a.log.WithFields(logrus.Fields{"resource": gr.Resource, "name": name}).Warn("refused a resize: " + err.Error())
+	a.alloc.events.warning(reason, err.Error())
 	writeError(w, err)
 }
 

@@ -155,17 +155,7 @@ func TestExecutorResizeRefusals(t *testing.T) {
 				ct = tc.contentType
 			}
 			code, body := h.do(http.MethodPatch, path, ct, tc.body)
-			var st metav1.Status
-			if err := json.Unmarshal(body, &st); err != nil {
-				t.Fatalf("answer is not a Status: %d %s", code, body)
-			}
-			want := tc.code
-			if want == 0 {
-				want = http.StatusForbidden
-			}
-			if code != want || st.Code != int32(want) || !strings.Contains(st.Message, tc.refused) {
-				t.Errorf("answer %d %q, want %d saying %q", code, st.Message, want, tc.refused)
-			}
+			wantRefusal(t, code, body, tc.code, tc.refused)
 			for _, a := range h.client.Actions() {
 				if a.GetVerb() == "patch" && a.GetResource().Resource == "pods" {
 					t.Errorf("a refused resize reached the API server: %v", a)
@@ -250,4 +240,20 @@ func TestAPIServersResizeRefusalIsPassedOn(t *testing.T) {
 		t.Errorf("answer %d %s %q, want 422 Invalid %q", code, st.Reason, st.Message, want)
 	}
 	waitEvent(t, h.client, "ExecutorResizeRefused", func(e corev1.Event) bool { return e.Message == want })
+}
+
+// wantRefusal wants an answer that is a Status of code (403 when 0)
+// whose message says refused.
+func wantRefusal(t *testing.T, code int, body []byte, want int, refused string) {
+	t.Helper()
+	var st metav1.Status
+	if err := json.Unmarshal(body, &st); err != nil {
+		t.Fatalf("answer is not a Status: %d %s", code, body)
+	}
+	if want == 0 {
+		want = http.StatusForbidden
+	}
+	if code != want || st.Code != int32(want) || !strings.Contains(st.Message, refused) {
+		t.Errorf("answer %d %q, want %d saying %q", code, st.Message, want, refused)
+	}
 }
