@@ -162,7 +162,7 @@ func (a *API) checkPVCResize(req *request, pvc *corev1.PersistentVolumeClaim, si
 	if class == "" {
 		return fmt.Errorf("PVC %q has no StorageClass; only a PVC of a StorageClass with allowVolumeExpansion: true grows", pvc.Name)
 	}
-	sc, err := a.client.StorageClasses().Get(req.Context(), class, metav1.GetOptions{})
+	expands, err := a.client.StorageClassExpands(req.Context(), class)
 	switch {
 	case apierrors.IsForbidden(err):
 		// Without RBAC to read StorageClasses, the API server's
@@ -170,7 +170,7 @@ func (a *API) checkPVCResize(req *request, pvc *corev1.PersistentVolumeClaim, si
 		a.log.WithField("pvc", pvc.Name).Debug("cannot read StorageClass " + class + ": " + err.Error())
 	case err != nil:
 		return fmt.Errorf("PVC %q: reading its StorageClass %s: %w", pvc.Name, class, err)
-	case sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion:
+	case !expands:
 		return fmt.Errorf("PVC %q: its StorageClass %s does not set allowVolumeExpansion: true, so its volumes cannot grow", pvc.Name, class)
 	}
 	return nil

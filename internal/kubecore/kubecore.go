@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -47,8 +46,8 @@ type Interface interface {
 	Services(namespace string) Resource[*corev1.Service, *corev1.ServiceList]
 	Ingresses(namespace string) Resource[*networkingv1.Ingress, *networkingv1.IngressList]
 	ResourceQuotas(namespace string) Resource[*corev1.ResourceQuota, *corev1.ResourceQuotaList]
-	// StorageClasses are cluster-scoped.
-	StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList]
+	// StorageClassExpands is a StorageClass's allowVolumeExpansion.
+	StorageClassExpands(ctx context.Context, name string) (bool, error)
 	// PodMetrics is the metrics.k8s.io/v1beta1 PodMetrics of one pod, as
 	// the API server answers it (from metrics-server, where one runs).
 	PodMetrics(ctx context.Context, namespace, name string) ([]byte, error)
@@ -58,15 +57,15 @@ type Interface interface {
 
 // client is Interface over a REST client for each group.
 type client struct {
-	core, networking, storage rest.Interface
-	params                    runtime.ParameterCodec
+	core, networking rest.Interface
+	params           runtime.ParameterCodec
 }
 
 // New returns a client for rc. Each resource prefers protobuf, as
 // client-go's typed clients do (gentype.PrefersProtobuf, v0.36).
 func New(rc *rest.Config) (Interface, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, networkingv1.AddToScheme, storagev1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, networkingv1.AddToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -96,11 +95,7 @@ func New(rc *rest.Config) (Interface, error) {
 	if err != nil {
 		return nil, err
 	}
-	storage, err := restFor(storagev1.SchemeGroupVersion, "/apis")
-	if err != nil {
-		return nil, err
-	}
-	return &client{core: core, networking: networking, storage: storage, params: runtime.NewParameterCodec(scheme)}, nil
+	return &client{core: core, networking: networking, params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 // resource is the client of one resource of rc's group, O its object
@@ -145,8 +140,22 @@ func (c *client) ResourceQuotas(ns string) Resource[*corev1.ResourceQuota, *core
 	return resource[corev1.ResourceQuota, corev1.ResourceQuotaList](c.core, c.params, "resourcequotas", ns)
 }
 
-func (c *client) StorageClasses() Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
-	return resource[storagev1.StorageClass, storagev1.StorageClassList](c.storage, c.params, "storageclasses", "")
+// StorageClassExpands GETs the StorageClass as JSON and reads the one
+// field the sidecar needs, so that the sidecar links no storage.k8s.io
+// types.
+func (c *client) StorageClassExpands(ctx context.Context, name string) (bool, error) {
+	body, err := c.core.Get().AbsPath("/apis/storage.k8s.io/v1/storageclasses", name).
+		SetHeader("Accept", "application/json").Do(ctx).Raw()
+	if err != nil {
+		return false, err
+	}
+	var class struct {
+		AllowVolumeExpansion *bool `json:"allowVolumeExpansion"`
+	}
+	if err := json.Unmarshal(body, &class); err != nil {
+		return false, fmt.Errorf("decode StorageClass %s: %w", name, err)
+	}
+	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
 }
 
 // PodMetrics GETs the pod's metrics as fabric8's top().pods().metrics(ns,

@@ -68,9 +68,8 @@ func TestRequests(t *testing.T) {
 		t.Fatalf("Create Event: %v", err)
 	}
 
-	sc, err := c.StorageClasses().Get(ctx, "fast", metav1.GetOptions{})
-	if err != nil || sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
-		t.Fatalf("Get StorageClass: %+v, %v", sc, err)
+	if expands, err := c.StorageClassExpands(ctx, "fast"); err != nil || !expands {
+		t.Fatalf("StorageClassExpands: %v, %v", expands, err)
 	}
 	if m, err := c.PodMetrics(ctx, "spark", "pi-exec-1"); err != nil || !strings.Contains(string(m), `"PodMetrics"`) {
 		t.Fatalf("PodMetrics: %s, %v", m, err)
@@ -85,7 +84,7 @@ func TestRequests(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/spark/configmaps", "labelSelector=spark-app-selector%3Dspark-1", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/apis/networking.k8s.io/v1/namespaces/spark/ingresses", "fieldManager=sparklet-sidecar", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/api/v1/namespaces/spark/events", "", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
-		{"GET", "/apis/storage.k8s.io/v1/storageclasses/fast", "", "application/vnd.kubernetes.protobuf,application/json", ""},
+		{"GET", "/apis/storage.k8s.io/v1/storageclasses/fast", "", "application/json", ""},
 		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/spark/pods/pi-exec-1", "", "application/json", ""},
 		{"GET", "/api/v1/namespaces/spark/resourcequotas", "", "application/vnd.kubernetes.protobuf,application/json", ""},
 	}

@@ -5,8 +5,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/client-go/kubernetes"
@@ -53,8 +53,12 @@ func (c *Clientset) ResourceQuotas(ns string) kubecore.Resource[*corev1.Resource
 	return c.CoreV1().ResourceQuotas(ns)
 }
 
-func (c *Clientset) StorageClasses() kubecore.Resource[*storagev1.StorageClass, *storagev1.StorageClassList] {
-	return c.StorageV1().StorageClasses()
+func (c *Clientset) StorageClassExpands(ctx context.Context, name string) (bool, error) {
+	class, err := c.StorageV1().StorageClasses().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false, err
+	}
+	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
 }
 
 func (c *Clientset) PodMetrics(_ context.Context, ns, name string) ([]byte, error) {
