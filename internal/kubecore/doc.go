@@ -1,6 +1,7 @@
 // Package kubecore is a client of the few resources the sidecar reads and
 // writes: core/v1's pods, Events, ConfigMaps, PVCs and Services, and
-// networking/v1's Ingresses.
+// networking/v1's Ingresses, and the TokenReviews and SubjectAccessReviews
+// that admit Spark Connect clients.
 //
 // client-go's typed clients register every built-in API group in their
 // scheme (k8s.io/client-go/kubernetes/scheme), and their init functions

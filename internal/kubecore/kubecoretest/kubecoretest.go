@@ -3,6 +3,8 @@ package kubecoretest
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/version"
@@ -39,6 +41,14 @@ func (c *Clientset) Services(ns string) kubecore.Resource[*corev1.Service, *core
 
 func (c *Clientset) Ingresses(ns string) kubecore.Resource[*networkingv1.Ingress, *networkingv1.IngressList] {
 	return c.NetworkingV1().Ingresses(ns)
+}
+
+func (c *Clientset) TokenReviews() kubecore.Creator[*authenticationv1.TokenReview] {
+	return c.AuthenticationV1().TokenReviews()
+}
+
+func (c *Clientset) SubjectAccessReviews() kubecore.Creator[*authorizationv1.SubjectAccessReview] {
+	return c.AuthorizationV1().SubjectAccessReviews()
 }
 
 func (c *Clientset) ServerVersion(context.Context) (*version.Info, error) {

@@ -1,0 +1,234 @@
+package sidecar
+
+import (
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/sirupsen/logrus"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/sparklet/sparklet/internal/kubecore/kubecoretest"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// fakeJVM is the JVM's Connect port: it answers every call with one
+// message and an OK status in trailers, and records the Authorization
+// header it was sent.
+type fakeJVM struct {
+	addr  string
+	calls atomic.Int32
+	auth  atomic.Value // string
+}
+
+func startFakeJVM(t *testing.T) *fakeJVM {
+	j := &fakeJVM{}
+	addr, stop, err := serveConnect("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		j.calls.Add(1)
+		j.auth.Store(r.Header.Get("Authorization"))
+		body, _ := io.ReadAll(r.Body)
+		w.Header().Set("Content-Type", "application/grpc")
+		w.Header().Set("Trailer", "Grpc-Status")
+		_, _ = w.Write(append([]byte("reply to "), body...))
+		w.Header().Set("Grpc-Status", "0")
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	j.addr = addr
+	return j
+}
+
+// reviews are the fake API server's answers: tokens to users, and the
+// users RBAC allows.
+type reviews struct {
+	users   map[string]string
+	allowed map[string]bool
+	sars    []authorizationv1.SubjectAccessReviewSpec
+}
+
+func (rv *reviews) clientset() *kubecoretest.Clientset {
+	cs := fake.NewClientset()
+	cs.PrependReactor("create", "tokenreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		tr := a.(k8stesting.CreateAction).GetObject().(*authenticationv1.TokenReview).DeepCopy()
+		if u, ok := rv.users[tr.Spec.Token]; ok {
+			tr.Status = authenticationv1.TokenReviewStatus{Authenticated: true,
+				User: authenticationv1.UserInfo{Username: u, Groups: []string{"system:authenticated"}}}
+		} else {
+			tr.Status = authenticationv1.TokenReviewStatus{Error: "invalid bearer token"}
+		}
+		return true, tr, nil
+	})
+	cs.PrependReactor("create", "subjectaccessreviews", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		sar := a.(k8stesting.CreateAction).GetObject().(*authorizationv1.SubjectAccessReview).DeepCopy()
+		rv.sars = append(rv.sars, sar.Spec)
+		sar.Status.Allowed = rv.allowed[sar.Spec.User]
+		return true, sar, nil
+	})
+	return kubecoretest.New(cs)
+}
+
+// call makes one gRPC-shaped call through the proxy and returns the body
+// and the status, from the trailers or, for a Trailers-Only answer, the
+// headers.
+func call(t *testing.T, addr, token string) (body, status, message string) {
+	t.Helper()
+	tr := &http.Transport{Protocols: new(http.Protocols)}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	defer tr.CloseIdleConnections()
+	req, _ := http.NewRequest("POST", "http://"+addr+"/spark.connect.SparkConnectService/ExecutePlan", strings.NewReader("plan"))
+	req.Header.Set("Content-Type", "application/grpc")
+	req.Header.Set("Te", "trailers")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("HTTP %d, want 200 (gRPC answers with a status)", resp.StatusCode)
+	}
+	status, message = resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message")
+	if status == "" {
+		status, message = resp.Header.Get("Grpc-Status"), resp.Header.Get("Grpc-Message")
+	}
+	m, err := url.PathUnescape(message)
+	if err != nil {
+		t.Fatalf("grpc-message %q is not percent-encoded: %v", message, err)
+	}
+	return string(b), status, m
+}
+
+// TestConnectProxy: a client without a token, with a token the API server
+// does not accept and with one whose user RBAC does not allow is refused
+// with the gRPC status that says so; an allowed one reaches the JVM with
+// the JVM's token in place of its own, its reviews reused for the next
+// call. The SubjectAccessReview asks about the policy's verb and resource
+// in the driver's namespace for the reviewed user.
+func TestConnectProxy(t *testing.T) {
+	jvm := startFakeJVM(t)
+	rv := &reviews{users: map[string]string{"alice-token": "alice", "bob-token": "bob"}, allowed: map[string]bool{"alice": true}}
+	reg := prometheus.NewRegistry()
+	auth := newConnectAuth(rv.clientset(), "spark-jobs", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	proxy := newConnectProxy(auth, jvm.addr, []byte("jvm-secret"), reg, logrus.NewEntry(logrus.New()))
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+
+	for _, c := range []struct {
+		name, token, status, says string
+	}{
+		{"no token", "", "16", "no Kubernetes token"},
+		{"unknown token", "forged", "16", "did not accept the token (invalid bearer token)"},
+		{"not allowed", "bob-token", "7", "bob may not create sparkconnect.sparklet.io in namespace spark-jobs"},
+	} {
+		body, status, msg := call(t, addr, c.token)
+		if status != c.status || !strings.Contains(msg, c.says) || body != "" {
+			t.Errorf("%s: status %s %q, body %q; want status %s saying %q", c.name, status, msg, body, c.status, c.says)
+		}
+	}
+	if n := jvm.calls.Load(); n != 0 {
+		t.Fatalf("the JVM got %d calls from refused clients", n)
+	}
+	for i := range 2 {
+		body, status, msg := call(t, addr, "alice-token")
+		if status != "0" || body != "reply to plan" {
+			t.Fatalf("allowed call %d: status %s %q, body %q; want 0 and the JVM's reply", i, status, msg, body)
+		}
+	}
+	if got := jvm.auth.Load(); got != "Bearer jvm-secret" {
+		t.Errorf("the JVM was sent Authorization %q, want the JVM's own token", got)
+	}
+	// bob once, alice once: her second call reused the verdict.
+	if len(rv.sars) != 2 {
+		t.Fatalf("%d SubjectAccessReviews, want 2 (bob, alice)", len(rv.sars))
+	}
+	want := authorizationv1.ResourceAttributes{Namespace: "spark-jobs", Verb: "create", Group: "sparklet.io", Resource: "sparkconnect"}
+	if s := rv.sars[1]; s.User != "alice" || s.Groups[0] != "system:authenticated" || *s.ResourceAttributes != want {
+		t.Errorf("SubjectAccessReview %+v %+v, want user alice and %+v", s, s.ResourceAttributes, want)
+	}
+	for _, c := range []struct {
+		user, code string
+		want       float64
+	}{{"alice", "OK", 2}, {"bob", "PERMISSION_DENIED", 1}, {"", "UNAUTHENTICATED", 2}} {
+		if got := testutil.ToFloat64(proxy.requests.WithLabelValues(c.user, c.code)); got != c.want {
+			t.Errorf("sparklet_sidecar_connect_requests_total{user=%q,code=%q} = %v, want %v", c.user, c.code, got, c.want)
+		}
+	}
+}
+
+// TestConnectProxyJVMDown: an admitted client whose JVM is not listening
+// gets UNAVAILABLE, which Spark's clients retry.
+func TestConnectProxyJVMDown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close()
+	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
+	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, down, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, status, msg := call(t, addr, "t"); status != "14" || !strings.Contains(msg, "did not answer") {
+		t.Errorf("status %s %q, want 14 saying the server did not answer", status, msg)
+	}
+}
+
+// TestConnectReviewCache: a verdict is reused until it expires, and a
+// failure to reach the API server is not cached.
+func TestConnectReviewCache(t *testing.T) {
+	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
+	cs := rv.clientset()
+	var failing atomic.Bool
+	cs.Interface.(*fake.Clientset).PrependReactor("create", "tokenreviews", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if failing.Load() {
+			return true, nil, io.ErrUnexpectedEOF
+		}
+		return false, nil, nil
+	})
+	now := time.Unix(1000, 0)
+	auth := newConnectAuth(cs, "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	auth.now = func() time.Time { return now }
+	ctx := context.Background()
+	if v := auth.admit(ctx, "Bearer t"); v.code != grpcOK || v.user != "alice" {
+		t.Fatalf("first call %+v, want alice admitted", v)
+	}
+	failing.Store(true)
+	now = now.Add(connectReviewTTL - time.Second)
+	if v := auth.admit(ctx, "bearer t"); v.code != grpcOK {
+		t.Fatalf("within the TTL %+v, want the cached admission", v)
+	}
+	now = now.Add(2 * time.Second)
+	if v := auth.admit(ctx, "Bearer t"); v.code != grpcUnavailable {
+		t.Fatalf("after the TTL with the API down %+v, want UNAVAILABLE", v)
+	}
+	failing.Store(false)
+	if v := auth.admit(ctx, "Bearer t"); v.code != grpcOK {
+		t.Fatalf("the API back %+v, want admitted: a failure must not be cached", v)
+	}
+	if len(rv.sars) != 2 {
+		t.Errorf("%d SubjectAccessReviews, want 2", len(rv.sars))
+	}
+}
