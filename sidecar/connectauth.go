@@ -20,6 +20,7 @@ import (
 // gRPC status codes the proxy answers with (google.golang.org/grpc/codes).
 const (
 	grpcOK               = 0
+	grpcInvalidArgument  = 3
 	grpcPermissionDenied = 7
 	grpcUnavailable      = 14
 	grpcUnauthenticated  = 16
@@ -27,7 +28,7 @@ const (
 
 // grpcCodeNames name the codes in metrics and logs.
 var grpcCodeNames = map[int]string{
-	grpcOK: "OK", grpcPermissionDenied: "PERMISSION_DENIED", grpcUnavailable: "UNAVAILABLE", grpcUnauthenticated: "UNAUTHENTICATED",
+	grpcOK: "OK", grpcInvalidArgument: "INVALID_ARGUMENT", grpcPermissionDenied: "PERMISSION_DENIED", grpcUnavailable: "UNAVAILABLE", grpcUnauthenticated: "UNAUTHENTICATED",
 }
 
 const (

@@ -30,6 +30,7 @@ const connectTokenName = "connect"
 // shows its message.
 type connectProxy struct {
 	auth     *connectAuth
+	sessions *connectSessions
 	forward  http.Handler
 	requests *prometheus.CounterVec
 }
@@ -53,7 +54,7 @@ func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, registr
 				"it may be starting or restarting; retry", err))
 		},
 	}
-	p := &connectProxy{auth: auth, forward: rp, requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+	p := &connectProxy{auth: auth, sessions: newConnectSessions(registry, log), forward: rp, requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "sparklet_sidecar_connect_requests_total",
 		Help: "Spark Connect RPCs by the client's Kubernetes user and the sidecar's decision (OK: forwarded to the JVM).",
 	}, []string{"user", "code"})}
@@ -67,6 +68,9 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := p.auth.admit(r.Context(), r.Header.Get("Authorization"))
+	if v.code == grpcOK {
+		v.code, v.message = p.sessions.claim(r, v.user)
+	}
 	p.requests.WithLabelValues(v.user, grpcCodeNames[v.code]).Inc()
 	if v.code != grpcOK {
 		writeGRPCStatus(w, v.code, v.message)
@@ -106,7 +110,7 @@ func encodeGRPCMessage(msg string) string {
 func serveConnect(listen string, h http.Handler) (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
-		return "", nil, fmt.Errorf("Spark Connect port %s: %w", listen, err)
+		return "", nil, fmt.Errorf("the Spark Connect port %s: %w", listen, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetUnencryptedHTTP2(true)

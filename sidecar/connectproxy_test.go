@@ -1,7 +1,9 @@
 package sidecar
 
 import (
+	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/sirupsen/logrus"
+	"google.golang.org/protobuf/encoding/protowire"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -33,7 +36,7 @@ type fakeJVM struct {
 	auth  atomic.Value // string
 }
 
-func startFakeJVM(t *testing.T) *fakeJVM {
+func startFakeJVM(t testing.TB) *fakeJVM {
 	j := &fakeJVM{}
 	addr, stop, err := serveConnect("127.0.0.1:0", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		j.calls.Add(1)
@@ -41,7 +44,7 @@ func startFakeJVM(t *testing.T) *fakeJVM {
 		body, _ := io.ReadAll(r.Body)
 		w.Header().Set("Content-Type", "application/grpc")
 		w.Header().Set("Trailer", "Grpc-Status")
-		_, _ = w.Write(append([]byte("reply to "), body...))
+		_, _ = w.Write(append([]byte("reply to "), string(protoField(body[5:], 1))...))
 		w.Header().Set("Grpc-Status", "0")
 	}))
 	if err != nil {
@@ -86,10 +89,34 @@ func (rv *reviews) clientset() *kubecoretest.Clientset {
 // headers.
 func call(t *testing.T, addr, token string) (body, status, message string) {
 	t.Helper()
+	return callSession(t, addr, token, connectRequest("session-1", "me", false))
+}
+
+// connectRequest is a gRPC message frame of a Spark Connect request naming a
+// session and a user_id, as Spark's clients write it.
+func connectRequest(session, userID string, compressed bool) []byte {
+	var user, msg []byte
+	user = protowire.AppendTag(user, 1, protowire.BytesType)
+	user = protowire.AppendString(user, userID)
+	msg = protowire.AppendTag(msg, 1, protowire.BytesType)
+	msg = protowire.AppendString(msg, session)
+	msg = protowire.AppendTag(msg, 2, protowire.BytesType)
+	msg = protowire.AppendBytes(msg, user)
+	msg = protowire.AppendTag(msg, 3, protowire.BytesType)
+	msg = protowire.AppendString(msg, "the plan")
+	flag := byte(0)
+	if compressed {
+		flag = 1
+	}
+	return append(binary.BigEndian.AppendUint32([]byte{flag}, uint32(len(msg))), msg...)
+}
+
+func callSession(t *testing.T, addr, token string, frame []byte) (body, status, message string) {
+	t.Helper()
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("POST", "http://"+addr+"/spark.connect.SparkConnectService/ExecutePlan", strings.NewReader("plan"))
+	req, _ := http.NewRequest("POST", "http://"+addr+"/spark.connect.SparkConnectService/ExecutePlan", bytes.NewReader(frame))
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("Te", "trailers")
 	if token != "" {
@@ -150,7 +177,7 @@ func TestConnectProxy(t *testing.T) {
 	}
 	for i := range 2 {
 		body, status, msg := call(t, addr, "alice-token")
-		if status != "0" || body != "reply to plan" {
+		if status != "0" || body != "reply to session-1" {
 			t.Fatalf("allowed call %d: status %s %q, body %q; want 0 and the JVM's reply", i, status, msg, body)
 		}
 	}
@@ -230,5 +257,83 @@ func TestConnectReviewCache(t *testing.T) {
 	}
 	if len(rv.sars) != 2 {
 		t.Errorf("%d SubjectAccessReviews, want 2", len(rv.sars))
+	}
+}
+
+// TestConnectSessions: a session belongs to the Kubernetes user who opened
+// it; another allowed user naming its id is refused, and so is a call
+// whose session the sidecar cannot read. Each user's sessions are counted.
+func TestConnectSessions(t *testing.T) {
+	jvm := startFakeJVM(t)
+	rv := &reviews{users: map[string]string{"alice-token": "alice", "carol-token": "carol"}, allowed: map[string]bool{"alice": true, "carol": true}}
+	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	proxy := newConnectProxy(auth, jvm.addr, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	for _, c := range []struct {
+		name, token string
+		frame       []byte
+		status      string
+		says        string
+	}{
+		{"alice opens a", "alice-token", connectRequest("a", "alice", false), "0", ""},
+		{"carol opens b", "carol-token", connectRequest("b", "anyone", false), "0", ""},
+		{"carol names a", "carol-token", connectRequest("a", "alice", false), "7", "session a belongs to another Kubernetes user"},
+		{"alice again", "alice-token", connectRequest("a", "alice", false), "0", ""},
+		{"compressed", "alice-token", connectRequest("c", "alice", true), "3", "compressed"},
+		{"no session", "alice-token", connectRequest("", "alice", false), "3", "names no session_id"},
+		{"no message", "alice-token", nil, "3", "no request message"},
+	} {
+		_, status, msg := callSession(t, addr, c.token, c.frame)
+		if status != c.status || !strings.Contains(msg, c.says) {
+			t.Errorf("%s: status %s %q, want %s saying %q", c.name, status, msg, c.status, c.says)
+		}
+	}
+	if n := jvm.calls.Load(); n != 3 {
+		t.Errorf("the JVM got %d calls, want 3", n)
+	}
+	for user, want := range map[string]float64{"alice": 1, "carol": 1} {
+		if got := testutil.ToFloat64(proxy.sessions.sessions.WithLabelValues(user)); got != want {
+			t.Errorf("sparklet_sidecar_connect_sessions_total{user=%q} = %v, want %v", user, got, want)
+		}
+	}
+}
+
+// BenchmarkConnectProxy: a unary call with a small message, straight to
+// a fake JVM and through the proxy with the client's verdict and session
+// known, over one HTTP/2 connection each.
+func BenchmarkConnectProxy(b *testing.B) {
+	jvm := startFakeJVM(b)
+	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
+	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	proxied, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	frame := connectRequest("s", "alice", false)
+	for _, c := range []struct{ name, addr string }{{"direct", jvm.addr}, {"proxy", proxied}} {
+		b.Run(c.name, func(b *testing.B) {
+			tr := &http.Transport{Protocols: new(http.Protocols)}
+			tr.Protocols.SetUnencryptedHTTP2(true)
+			defer tr.CloseIdleConnections()
+			for b.Loop() {
+				req, _ := http.NewRequest("POST", "http://"+c.addr+"/spark.connect.SparkConnectService/AnalyzePlan", bytes.NewReader(frame))
+				req.Header.Set("Content-Type", "application/grpc")
+				req.Header.Set("Authorization", "Bearer t")
+				resp, err := tr.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.Trailer.Get("Grpc-Status") != "0" {
+					b.Fatalf("status %q %q", resp.Trailer.Get("Grpc-Status")+resp.Header.Get("Grpc-Status"), resp.Header.Get("Grpc-Message"))
+				}
+			}
+		})
 	}
 }

@@ -75,17 +75,18 @@ rules:
 	waitServerStarted(t, ns, pod.Name, 1)
 	pod = waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
 	server := "sc://" + pod.Status.PodIP + ":15002/"
-	checkJVMBehindSidecar(t, ns, pod)
+	pid, jvmToken := checkJVMBehindSidecar(t, ns, pod)
 
 	start := time.Now()
-	got := runConnectClient(t, site, server+";"+bearer(t, ns, "analyst"))
+	analyst := bearer(t, ns, "analyst")
+	got := runConnectClient(t, site, server+";authorization="+url.PathEscape("Bearer "+analyst))
 	if want := "RESULT 0:334,1:333,2:333"; got != want {
 		t.Fatalf("the allowed client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
 	}
 	t.Logf("Spark %s: the allowed client's session and query with a shuffle took %v through the sidecar", d.Version, time.Since(start).Round(time.Millisecond))
 
 	for _, c := range []struct{ who, url, says string }{
-		{"intruder", server + ";" + bearer(t, ns, "intruder"),
+		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
 			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
 		{"no token", server, "no Kubernetes token"},
 	} {
@@ -96,29 +97,63 @@ rules:
 		t.Logf("%s: %s", c.who, got)
 	}
 	side := log(ns, pod.Name, "sparklet-sidecar")
-	for _, want := range []string{`"user":"system:serviceaccount:` + ns + `:analyst"`, `"code":"PERMISSION_DENIED"`} {
+	for _, want := range []string{`"msg":"Spark Connect session opened"`, `"user":"system:serviceaccount:` + ns + `:analyst"`, `"code":"PERMISSION_DENIED"`} {
 		if !strings.Contains(side, want) {
 			t.Errorf("the sidecar's log does not have %s", want)
 		}
 	}
+
+	// From inside the pod, as kubectl port-forward reaches it: the Python
+	// client sends token= in the clear to localhost only. The same calls
+	// straight to the JVM and through the sidecar, taking turns.
+	got = runInPod(t, site, pid, connectLatency, "sc://localhost:"+strconv.Itoa(patches.ConnectJVMPort)+"/;token="+jvmToken,
+		"sc://localhost:15002/;token="+analyst)
+	if !strings.HasPrefix(got, "LATENCY ") {
+		t.Fatalf("the latency client printed %q", got)
+	}
+	t.Logf("Spark %s, median per call: %s", d.Version, strings.TrimPrefix(got, "LATENCY "))
 }
+
+// connectLatency times small calls in two sessions, straight to the JVM
+// (argv[1]) and through the sidecar (argv[2]), taking turns and each
+// going first every other round (the client releases an execution in the
+// background, which the next call may wait for): the median
+// of 100 AnalyzePlan (a new DataFrame's schema) and of 30 ExecutePlan
+// (collecting a small range) each, after one call each to warm up.
+const connectLatency = `import sys, time
+from pyspark.sql import SparkSession
+direct = SparkSession.builder.remote(sys.argv[1]).create()
+proxied = SparkSession.builder.remote(sys.argv[2]).create()
+def medians_ms(f, n):
+    took = {direct: [], proxied: []}
+    for i in range(n):
+        for s in ((direct, proxied) if i % 2 == 0 else (proxied, direct)):
+            start = time.perf_counter()
+            f(s, i)
+            took[s].append(time.perf_counter() - start)
+    return [sorted(took[s])[n // 2] * 1000 for s in (direct, proxied)]
+for s in (direct, proxied):
+    s.range(1).collect()
+a = medians_ms(lambda s, i: s.range(i + 1).schema, 100)
+e = medians_ms(lambda s, i: s.range(i + 1).collect(), 30)
+print("LATENCY AnalyzePlan %.2f ms straight to the JVM, %.2f ms through the sidecar; ExecutePlan %.2f ms, %.2f ms" % (a[0], a[1], e[0], e[1]))
+`
 
 // checkJVMBehindSidecar checks that the JVM's Connect port is on
 // 127.0.0.1 only, that the JVM has the token the sidecar wrote in its env
 // (from spark-env.sh), and that it refuses a call without it.
-func checkJVMBehindSidecar(t *testing.T, ns string, pod *corev1.Pod) {
+func checkJVMBehindSidecar(t *testing.T, ns string, pod *corev1.Pod) (pid int, token string) {
 	t.Helper()
 	jvm := net.JoinHostPort("127.0.0.1", strconv.Itoa(patches.ConnectJVMPort))
 	if c, err := net.DialTimeout("tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(patches.ConnectJVMPort)), 5*time.Second); err == nil {
 		c.Close()
 		t.Errorf("the JVM's Connect port %d answers on the pod IP; it must listen on 127.0.0.1 only", patches.ConnectJVMPort)
 	}
-	pid := containerProcess(t, ns, pod.Name, "spark", "java")
+	pid = containerProcess(t, ns, pod.Name, "spark", "java")
 	environ, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/environ")
 	if err != nil {
 		t.Fatal(err)
 	}
-	token := ""
 	for _, kv := range strings.Split(string(environ), "\x00") {
 		if v, ok := strings.CutPrefix(kv, "SPARK_CONNECT_AUTHENTICATE_TOKEN="); ok {
 			token = v
@@ -145,6 +180,7 @@ func checkJVMBehindSidecar(t *testing.T, ns string, pod *corev1.Pod) {
 		t.Errorf("the JVM answered a call without its token with grpc-status %q (%s), want 16 (UNAUTHENTICATED)", status,
 			resp.Trailer.Get("Grpc-Message")+resp.Header.Get("Grpc-Message"))
 	}
+	return pid, token
 }
 
 // dialInNetns connects to addr from the network namespace of process pid:
@@ -211,11 +247,11 @@ func grantReviews(t *testing.T, ns string) {
 	})
 }
 
-// bearer is the connection string's parameter that sends a token of the
-// ServiceAccount from the TokenRequest API. The Python client sends
-// token=... only over TLS to a host other than localhost
-// (DefaultChannelBuilder.toChannel, pyspark 4.2.0), so it goes as the
-// authorization header, which the client sends as gRPC metadata.
+// bearer is a token of the ServiceAccount from the TokenRequest API. The
+// Python client sends token=... only over TLS to a host other than
+// localhost (DefaultChannelBuilder.toChannel, pyspark 4.2.0), so to the
+// pod IP it goes as an authorization parameter, which the client sends as
+// gRPC metadata.
 func bearer(t *testing.T, ns, sa string) string {
 	t.Helper()
 	exp := int64(600)
@@ -224,24 +260,42 @@ func bearer(t *testing.T, ns, sa string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "authorization=" + url.PathEscape("Bearer "+tr.Status.Token)
+	return tr.Status.Token
 }
 
 // runConnectClient runs the client against url and returns the line it
 // printed.
 func runConnectClient(t *testing.T, site, url string) string {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "client.py")
-	if err := os.WriteFile(script, []byte(connectClient), 0o644); err != nil {
+	return runPython(t, site, connectClient, "python3", "-W", "ignore", "SCRIPT", url)
+}
+
+// runInPod runs a client script in the network namespace of process pid.
+func runInPod(t *testing.T, site string, pid int, script string, urls ...string) string {
+	t.Helper()
+	return runPython(t, site, script, append([]string{"nsenter", "--net=/proc/" + strconv.Itoa(pid) + "/ns/net", "python3", "-W", "ignore", "SCRIPT"}, urls...)...)
+}
+
+// runPython runs args, SCRIPT standing for the script's file, and returns
+// the line the script printed that starts with RESULT, ERROR or LATENCY.
+func runPython(t *testing.T, site, script string, args ...string) string {
+	t.Helper()
+	file := filepath.Join(t.TempDir(), "client.py")
+	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	for i, a := range args {
+		if a == "SCRIPT" {
+			args[i] = file
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "python3", "-W", "ignore", script, url)
+	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), "PYTHONPATH="+site)
 	out, err := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(out), "\n") {
-		if strings.HasPrefix(line, "RESULT ") || strings.HasPrefix(line, "ERROR ") {
+		if strings.HasPrefix(line, "RESULT ") || strings.HasPrefix(line, "ERROR ") || strings.HasPrefix(line, "LATENCY ") {
 			return line
 		}
 	}
