@@ -95,23 +95,20 @@ func New(rc *rest.Config) (Interface, error) {
 		}
 		return c, nil
 	}
-	core, err := restFor(corev1.SchemeGroupVersion, "/api")
-	if err != nil {
-		return nil, err
+	groups := []schema.GroupVersion{corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion,
+		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion}
+	rcs := make([]rest.Interface, len(groups))
+	for i, gv := range groups {
+		apiPath := "/apis"
+		if gv.Group == "" {
+			apiPath = "/api"
+		}
+		var err error
+		if rcs[i], err = restFor(gv, apiPath); err != nil {
+			return nil, err
+		}
 	}
-	networking, err := restFor(networkingv1.SchemeGroupVersion, "/apis")
-	if err != nil {
-		return nil, err
-	}
-	authn, err := restFor(authenticationv1.SchemeGroupVersion, "/apis")
-	if err != nil {
-		return nil, err
-	}
-	authz, err := restFor(authorizationv1.SchemeGroupVersion, "/apis")
-	if err != nil {
-		return nil, err
-	}
-	return &client{core: core, networking: networking, authn: authn, authz: authz, params: runtime.NewParameterCodec(scheme)}, nil
+	return &client{core: rcs[0], networking: rcs[1], authn: rcs[2], authz: rcs[3], params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 // resource is the client of one resource of rc's group, O its object
