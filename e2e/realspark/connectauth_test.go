@@ -24,6 +24,7 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // connectClient is a Spark Connect client session: a DataFrame query with
@@ -45,6 +46,8 @@ except Exception as e:
 // the server's executors; another ServiceAccount is refused with
 // PERMISSION_DENIED and a client without a token with UNAUTHENTICATED,
 // each with the sidecar's message. Tokens come from the TokenRequest API.
+// After the JVM is killed and restarts in place, the allowed client's next
+// session runs its query again.
 func TestConnectAuth(t *testing.T) {
 	d := dists[len(dists)-1]
 	site := connectClientSite(t)
@@ -80,7 +83,8 @@ rules:
 	start := time.Now()
 	analyst := bearer(t, ns, "analyst")
 	got := runConnectClient(t, site, server+";authorization="+url.PathEscape("Bearer "+analyst))
-	if want := "RESULT 0:334,1:333,2:333"; got != want {
+	const want = "RESULT 0:334,1:333,2:333"
+	if got != want {
 		t.Fatalf("the allowed client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
 	}
 	t.Logf("Spark %s: the allowed client's session and query with a shuffle took %v through the sidecar", d.Version, time.Since(start).Round(time.Millisecond))
@@ -112,6 +116,15 @@ rules:
 		t.Fatalf("the latency client printed %q", got)
 	}
 	t.Logf("Spark %s, median per call: %s", d.Version, strings.TrimPrefix(got, "LATENCY "))
+
+	// The JVM killed: the container restarts in place, the new JVM reads
+	// the same token, and the sidecar forwards a new session to it.
+	first := waitConnectApp(t, ns, pod.Name, pod.Labels[vocab.LabelAppID], "", 2)
+	killJVM(t, ns, pod.Name, first, "Spark "+d.Version+": the first JVM's executors")
+	waitServerStarted(t, ns, pod.Name, 2)
+	if got := runConnectClient(t, site, server+";authorization="+url.PathEscape("Bearer "+analyst)); got != want {
+		t.Fatalf("after the JVM restarted, the allowed client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
+	}
 }
 
 // connectLatency times small calls in two sessions, straight to the JVM
