@@ -49,6 +49,9 @@ func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, registr
 		// Every message goes on at once: gRPC streams results.
 		FlushInterval: -1,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
 			log.WithError(err).WithField("path", r.URL.Path).Warn("Spark Connect: the JVM did not answer")
 			writeGRPCStatus(w, grpcUnavailable, fmt.Sprintf("the Spark Connect server in the pod did not answer (%v): "+
 				"it may be starting or restarting; retry", err))

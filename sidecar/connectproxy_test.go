@@ -34,6 +34,7 @@ type fakeJVM struct {
 	addr  string
 	calls atomic.Int32
 	auth  atomic.Value // string
+	body  atomic.Int64 // the last call's request size
 }
 
 func startFakeJVM(t testing.TB) *fakeJVM {
@@ -42,6 +43,7 @@ func startFakeJVM(t testing.TB) *fakeJVM {
 		j.calls.Add(1)
 		j.auth.Store(r.Header.Get("Authorization"))
 		body, _ := io.ReadAll(r.Body)
+		j.body.Store(int64(len(body)))
 		w.Header().Set("Content-Type", "application/grpc")
 		w.Header().Set("Trailer", "Grpc-Status")
 		_, _ = w.Write(append([]byte("reply to "), string(protoField(body[5:], 1))...))
@@ -95,6 +97,10 @@ func call(t *testing.T, addr, token string) (body, status, message string) {
 // connectRequest is a gRPC message frame of a Spark Connect request naming a
 // session and a user_id, as Spark's clients write it.
 func connectRequest(session, userID string, compressed bool) []byte {
+	return connectRequestOf(session, userID, compressed, "the plan")
+}
+
+func connectRequestOf(session, userID string, compressed bool, plan string) []byte {
 	var user, msg []byte
 	user = protowire.AppendTag(user, 1, protowire.BytesType)
 	user = protowire.AppendString(user, userID)
@@ -103,7 +109,7 @@ func connectRequest(session, userID string, compressed bool) []byte {
 	msg = protowire.AppendTag(msg, 2, protowire.BytesType)
 	msg = protowire.AppendBytes(msg, user)
 	msg = protowire.AppendTag(msg, 3, protowire.BytesType)
-	msg = protowire.AppendString(msg, "the plan")
+	msg = protowire.AppendString(msg, plan)
 	flag := byte(0)
 	if compressed {
 		flag = 1
@@ -294,6 +300,11 @@ func TestConnectSessions(t *testing.T) {
 	}
 	if n := jvm.calls.Load(); n != 3 {
 		t.Errorf("the JVM got %d calls, want 3", n)
+	}
+	// A message larger than what the sidecar reads of it reaches the JVM whole.
+	big := connectRequestOf("a", "alice", false, strings.Repeat("p", 3*sessionPeek))
+	if body, status, msg := callSession(t, addr, "alice-token", big); status != "0" || body != "reply to a" || jvm.body.Load() != int64(len(big)) {
+		t.Errorf("a large message: status %s %q, body %q, the JVM got %d bytes; want 0, its reply and %d bytes", status, msg, body, jvm.body.Load(), len(big))
 	}
 	for user, want := range map[string]float64{"alice": 1, "carol": 1} {
 		if got := testutil.ToFloat64(proxy.sessions.sessions.WithLabelValues(user)); got != want {

@@ -18,8 +18,9 @@ import (
 const (
 	// sessionPeek is how much of a call's first message is read for its
 	// session: Spark's clients write session_id and user_context, fields
-	// 1 and 2, first.
-	sessionPeek = 1 << 20
+	// 1 and 2, first (protobuf serialises fields in number order). It
+	// bounds what a client's concurrent calls make the sidecar hold.
+	sessionPeek = 16 << 10
 	// sessionForget is how long a session unused is remembered: past
 	// Spark's own timeout, an hour (spark.connect.session.manager.defaultSessionTimeout).
 	sessionForget = 2 * time.Hour
