@@ -8,7 +8,7 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS := -s -w -X github.com/sparklet/sparklet/internal/version.Version=$(VERSION) -X github.com/sparklet/sparklet/internal/version.Commit=$(COMMIT)
 export PATH := $(BIN):$(PATH)
 
-.PHONY: all build image node-images test unit-test fuzz lint imports demo bench cluster-binaries yunikorn-binary helm-binary python-client spark-tools spark-dists cluster-up cluster-down chart-test clean
+.PHONY: all build image node-images test unit-test fuzz lint imports demo bench cluster-binaries yunikorn-binary helm-binary python-client connect-client spark-tools spark-dists cluster-up cluster-down chart-test clean
 
 all: build
 
@@ -91,6 +91,12 @@ helm-binary:
 python-client:
 	@/usr/bin/python3 -c 'import kubernetes' 2>/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-kubernetes python3-websocket >/dev/null; }
 
+# The official Spark Connect Python client, pinned
+# (hack/connect-client/requirements.txt), in .cache/connect-client/site
+# for e2e/realspark's TestConnectAuth.
+connect-client:
+	@hack/connect-client/install.sh
+
 # The pinned Spark distributions (hack/spark/versions) in bin/spark/<version>,
 # laid out as the official image's /opt/spark, from the pyspark sdist on
 # PyPI; see docs/real-spark.md. They need a JDK (javac, jar) and pip.
@@ -101,7 +107,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries yunikorn-binary helm-binary kueue-binary certmanager-binary node-binaries node-images python-client spark-dists
+test: build cluster-binaries yunikorn-binary helm-binary kueue-binary certmanager-binary node-binaries node-images python-client connect-client spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -timeout 55m ./...
 

@@ -44,6 +44,7 @@ var (
 		{"fetch", planFetch},
 		{"spark connect", planConnect},
 		{"restarts", planAppPerJVM},
+		{"spark connect clients", planConnectAuth},
 		{"image conf", planImageConf},
 		{"app id", pickAppID},
 		{"effective conf", finishConf},

@@ -108,7 +108,7 @@ func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 		Name:            ConfInitName,
 		Image:           c.Image,
 		ImagePullPolicy: c.ImagePullPolicy,
-		Command:         []string{"/bin/sh", "-c", confScript},
+		Command:         []string{"/bin/sh", "-c", confScript + connectEnvScript(p)},
 		Env:             env,
 		VolumeMounts:    mounts,
 		Resources: corev1.ResourceRequirements{

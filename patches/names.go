@@ -24,15 +24,16 @@ const (
 	VolumeLocal   = "spark-local-dir-" // followed by 1, 2, ...
 	VolumeCredPfx = "sparklet-cred-"   // followed by the credential's name
 
-	ConfDir               = "/opt/sparklet/conf"
-	ConfFile              = "spark-defaults.conf"
-	FetchFile             = "fetch"
-	PodInfoDir            = "/etc/sparklet/podinfo"
-	JVMDir                = "/var/run/sparklet/jvm" // the in-memory volume the sidecar and the Spark container share
-	TokenFile             = JVMDir + "/token"       // the JVM's per-pod token, which the sidecar writes
-	ServiceAccount        = "/var/run/secrets/kubernetes.io/serviceaccount"
-	HadoopConfDir         = "/opt/hadoop/conf"
-	LocalDirRoot          = "/var/data/"
-	CredentialsRoot       = "/var/run/secrets/sparklet/"
-	sidecarUID      int64 = 65532
+	ConfDir                = "/opt/sparklet/conf"
+	ConfFile               = "spark-defaults.conf"
+	FetchFile              = "fetch"
+	PodInfoDir             = "/etc/sparklet/podinfo"
+	JVMDir                 = "/var/run/sparklet/jvm" // the in-memory volume the sidecar and the Spark container share
+	TokenFile              = JVMDir + "/token"       // the JVM's per-pod token, which the sidecar writes
+	ConnectTokenFile       = JVMDir + "/connect"     // the Spark Connect server's token, which the sidecar writes and forwards clients with
+	ServiceAccount         = "/var/run/secrets/kubernetes.io/serviceaccount"
+	HadoopConfDir          = "/opt/hadoop/conf"
+	LocalDirRoot           = "/var/data/"
+	CredentialsRoot        = "/var/run/secrets/sparklet/"
+	sidecarUID       int64 = 65532
 )

@@ -27,6 +27,9 @@ type plan struct {
 	// connect is ConnectServer or ConnectPlugin for a Spark Connect
 	// server, else empty (planConnect).
 	connect string
+	// connectAuth is set when the sidecar admits the Connect server's
+	// clients (planConnectAuth).
+	connectAuth bool
 	// appPerJVM is set when the container restarts in place, so that each
 	// JVM is an application of its own (planAppPerJVM).
 	appPerJVM bool

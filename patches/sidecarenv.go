@@ -41,6 +41,11 @@ type SidecarEnv struct {
 	// AppPerJVM is set when every JVM of the Spark container is an
 	// application of its own (docs/connect.md); rendered only when set.
 	AppPerJVM bool
+	// ConnectListen and ConnectBackend are set for a Spark Connect server
+	// whose clients the sidecar admits (docs/connect.md): where it serves
+	// them, and the JVM's port on 127.0.0.1; rendered only when set.
+	ConnectListen  string
+	ConnectBackend string
 }
 
 // EnvVars renders the env for the sidecar container.
@@ -58,6 +63,10 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 	}
 	if e.AppPerJVM {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvAppPerJVM, Value: "true"})
+	}
+	if e.ConnectListen != "" {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectListen, Value: e.ConnectListen},
+			corev1.EnvVar{Name: vocab.EnvConnectBackend, Value: e.ConnectBackend})
 	}
 	return env
 }
@@ -91,6 +100,8 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		ConfSHA256:       get(vocab.EnvConfSHA256, ""),
 		SchedulingSHA256: get(vocab.EnvSchedulingSHA256, ""),
 		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
+		ConnectListen:    get(vocab.EnvConnectListen, ""),
+		ConnectBackend:   get(vocab.EnvConnectBackend, ""),
 	}
 }
 

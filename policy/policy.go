@@ -190,6 +190,9 @@ type Sidecar struct {
 	// application that fails or is killed with none ever scheduled ends
 	// as ExecutorsNeverScheduled.
 	ExecutorScheduleDeadlineSeconds int64 `json:"executorScheduleDeadlineSeconds,omitempty"`
+	// ConnectAccess is what Spark Connect clients must be allowed
+	// (policy/connect.go).
+	ConnectAccess *ConnectAccess `json:"connectAccess,omitempty"`
 }
 
 // LocalDirs configures Spark's scratch space.

@@ -316,6 +316,7 @@ func (v *validator) images(at string, patterns []string) {
 }
 
 func (v *validator) sidecar(at string, s Sidecar) {
+	v.connectAccess(at+".connectAccess", s.ConnectAccess)
 	if s.Image == "" {
 		v.add(at+".image", "required")
 	}

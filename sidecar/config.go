@@ -25,6 +25,8 @@ type Config struct {
 	ConfSHA256       string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
 	SchedulingSHA256 string // vocab.EnvSchedulingSHA256: digest of the sparklet.io/scheduling the webhook wrote
 	AppPerJVM        bool   // vocab.EnvAppPerJVM: every JVM of the Spark container is an application of its own
+	ConnectListen    string // vocab.EnvConnectListen: Spark Connect clients; "" serves none
+	ConnectBackend   string // vocab.EnvConnectBackend: the JVM's Connect port on 127.0.0.1
 	Kubeconfig       string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration
@@ -46,6 +48,9 @@ func (c *Config) Validate() error {
 		if f.value == "" {
 			errs = append(errs, fmt.Errorf("%s is required; the webhook sets it in the injected sidecar", f.name))
 		}
+	}
+	if c.ConnectListen != "" && c.ConnectBackend == "" {
+		errs = append(errs, fmt.Errorf("%s (--connect-backend) is required with %s; the webhook sets both", vocab.EnvConnectBackend, vocab.EnvConnectListen))
 	}
 	if c.CleanupTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--cleanup-timeout must be positive"))

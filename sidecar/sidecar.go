@@ -75,6 +75,11 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 		return err
 	}
 	s.api = api
+	stopConnect, err := s.startConnect(pol)
+	if err != nil {
+		return err
+	}
+	defer stopConnect()
 	stopAPI, err := s.serve(api)
 	if err != nil {
 		return err

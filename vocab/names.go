@@ -70,6 +70,8 @@ const (
 	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
 	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
 	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
+	EnvConnectListen    = "SPARKLET_CONNECT_LISTEN"    // where the sidecar serves Spark Connect clients (":15002"); absent unless the driver is a Spark Connect server on Spark 4.0+
+	EnvConnectBackend   = "SPARKLET_CONNECT_BACKEND"   // the JVM's Connect port on 127.0.0.1, which the sidecar forwards admitted clients to; set with EnvConnectListen
 )
 
 // The webhook's env in the other containers it injects or changes.

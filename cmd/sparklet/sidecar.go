@@ -39,6 +39,8 @@ func newSidecarCmd(a *app) *cobra.Command {
 	fs.DurationVar(&cfg.CleanupTimeout, "cleanup-timeout", 5*time.Second, "how long the deletes after the driver ends may take")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&cfg.AppPerJVM, "app-per-jvm", env.AppPerJVM, "every JVM of the Spark container is an application of its own (env "+vocab.EnvAppPerJVM+")")
+	fs.StringVar(&cfg.ConnectListen, "connect-listen", env.ConnectListen, "address to serve Spark Connect clients on (env "+vocab.EnvConnectListen+")")
+	fs.StringVar(&cfg.ConnectBackend, "connect-backend", env.ConnectBackend, "the JVM's Spark Connect address (env "+vocab.EnvConnectBackend+")")
 	cfg.PolicyJSON, cfg.ConfSHA256, cfg.SchedulingSHA256 = env.PolicyJSON, env.ConfSHA256, env.SchedulingSHA256
 	return cmd
 }

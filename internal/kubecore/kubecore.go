@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -37,6 +39,12 @@ type Collection[T, L runtime.Object] interface {
 	DeleteCollection(ctx context.Context, opts metav1.DeleteOptions, listOpts metav1.ListOptions) error
 }
 
+// Creator is a resource that is only created, such as a review, whose
+// answer is the created object's status.
+type Creator[T runtime.Object] interface {
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+}
+
 // Interface is those resources, a namespace at a time.
 type Interface interface {
 	Pods(namespace string) Collection[*corev1.Pod, *corev1.PodList]
@@ -51,21 +59,27 @@ type Interface interface {
 	// PodMetrics is the metrics.k8s.io/v1beta1 PodMetrics of one pod, as
 	// the API server answers it (from metrics-server, where one runs).
 	PodMetrics(ctx context.Context, namespace, name string) ([]byte, error)
+	// TokenReviews and SubjectAccessReviews authenticate and authorise
+	// Spark Connect clients (sidecar/connectauth.go).
+	TokenReviews() Creator[*authenticationv1.TokenReview]
+	SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessReview]
 	// ServerVersion is the API server's /version.
 	ServerVersion(ctx context.Context) (*version.Info, error)
 }
 
 // client is Interface over a REST client for each group.
 type client struct {
-	core, networking rest.Interface
-	params           runtime.ParameterCodec
+	core, networking, authn, authz rest.Interface
+	params                         runtime.ParameterCodec
 }
 
 // New returns a client for rc. Each resource prefers protobuf, as
 // client-go's typed clients do (gentype.PrefersProtobuf, v0.36).
 func New(rc *rest.Config) (Interface, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, networkingv1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, networkingv1.AddToScheme, authenticationv1.AddToScheme, authorizationv1.AddToScheme,
+	} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}
@@ -87,15 +101,20 @@ func New(rc *rest.Config) (Interface, error) {
 		}
 		return c, nil
 	}
-	core, err := restFor(corev1.SchemeGroupVersion, "/api")
-	if err != nil {
-		return nil, err
+	groups := []schema.GroupVersion{corev1.SchemeGroupVersion, networkingv1.SchemeGroupVersion,
+		authenticationv1.SchemeGroupVersion, authorizationv1.SchemeGroupVersion}
+	rcs := make([]rest.Interface, len(groups))
+	for i, gv := range groups {
+		apiPath := "/apis"
+		if gv.Group == "" {
+			apiPath = "/api"
+		}
+		var err error
+		if rcs[i], err = restFor(gv, apiPath); err != nil {
+			return nil, err
+		}
 	}
-	networking, err := restFor(networkingv1.SchemeGroupVersion, "/apis")
-	if err != nil {
-		return nil, err
-	}
-	return &client{core: core, networking: networking, params: runtime.NewParameterCodec(scheme)}, nil
+	return &client{core: rcs[0], networking: rcs[1], authn: rcs[2], authz: rcs[3], params: runtime.NewParameterCodec(scheme)}, nil
 }
 
 // resource is the client of one resource of rc's group, O its object
@@ -163,6 +182,17 @@ func (c *client) StorageClassExpands(ctx context.Context, name string) (bool, er
 func (c *client) PodMetrics(ctx context.Context, ns, name string) ([]byte, error) {
 	return c.core.Get().AbsPath("/apis/metrics.k8s.io/v1beta1/namespaces", ns, "pods", name).
 		SetHeader("Accept", "application/json").Do(ctx).Raw()
+}
+
+func (c *client) TokenReviews() Creator[*authenticationv1.TokenReview] {
+	return gentype.NewClient("tokenreviews", c.authn, c.params, "", func() *authenticationv1.TokenReview { return new(authenticationv1.TokenReview) },
+		gentype.PrefersProtobuf[*authenticationv1.TokenReview]())
+}
+
+func (c *client) SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessReview] {
+	return gentype.NewClient("subjectaccessreviews", c.authz, c.params, "",
+		func() *authorizationv1.SubjectAccessReview { return new(authorizationv1.SubjectAccessReview) },
+		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
 }
 
 // ServerVersion GETs /version, as client-go's discovery client does.

@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +38,10 @@ func TestRequests(t *testing.T) {
 			_, _ = w.Write([]byte(`{"apiVersion":"storage.k8s.io/v1","kind":"StorageClass","metadata":{"name":"fast"},"provisioner":"x","allowVolumeExpansion":true}`))
 		case strings.HasSuffix(r.URL.Path, "/pods/pi-exec-1"):
 			_, _ = w.Write([]byte(`{"kind":"PodMetrics","apiVersion":"metrics.k8s.io/v1beta1","metadata":{"name":"pi-exec-1"}}`))
+		case strings.HasSuffix(r.URL.Path, "/tokenreviews"):
+			_, _ = w.Write([]byte(`{"apiVersion":"authentication.k8s.io/v1","kind":"TokenReview","status":{"authenticated":true,"user":{"username":"alice"}}}`))
+		case strings.HasSuffix(r.URL.Path, "/subjectaccessreviews"):
+			_, _ = w.Write([]byte(`{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","status":{"allowed":true}}`))
 		case strings.HasSuffix(r.URL.Path, "/ingresses"):
 			_, _ = w.Write([]byte(`{"apiVersion":"networking.k8s.io/v1","kind":"Ingress","metadata":{"name":"ui","namespace":"spark"}}`))
 		default:
@@ -67,6 +73,14 @@ func TestRequests(t *testing.T) {
 	if _, err := c.Events("spark").Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "pi.1"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("Create Event: %v", err)
 	}
+	tr, err := c.TokenReviews().Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: "t"}}, metav1.CreateOptions{})
+	if err != nil || tr.Status.User.Username != "alice" {
+		t.Fatalf("Create TokenReview: %+v, %v", tr, err)
+	}
+	sar, err := c.SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{}, metav1.CreateOptions{})
+	if err != nil || !sar.Status.Allowed {
+		t.Fatalf("Create SubjectAccessReview: %+v, %v", sar, err)
+	}
 
 	if expands, err := c.StorageClassExpands(ctx, "fast"); err != nil || !expands {
 		t.Fatalf("StorageClassExpands: %v, %v", expands, err)
@@ -84,6 +98,8 @@ func TestRequests(t *testing.T) {
 		{"DELETE", "/api/v1/namespaces/spark/configmaps", "labelSelector=spark-app-selector%3Dspark-1", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/apis/networking.k8s.io/v1/namespaces/spark/ingresses", "fieldManager=sparklet-sidecar", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"POST", "/api/v1/namespaces/spark/events", "", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
+		{"POST", "/apis/authentication.k8s.io/v1/tokenreviews", "", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
+		{"POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", "", "application/vnd.kubernetes.protobuf,application/json", "application/vnd.kubernetes.protobuf"},
 		{"GET", "/apis/storage.k8s.io/v1/storageclasses/fast", "", "application/json", ""},
 		{"GET", "/apis/metrics.k8s.io/v1beta1/namespaces/spark/pods/pi-exec-1", "", "application/json", ""},
 		{"GET", "/api/v1/namespaces/spark/resourcequotas", "", "application/vnd.kubernetes.protobuf,application/json", ""},

@@ -3,6 +3,8 @@ package kubecoretest
 import (
 	"context"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -66,6 +68,14 @@ func (c *Clientset) PodMetrics(_ context.Context, ns, name string) ([]byte, erro
 		return nil, apierrors.NewNotFound(schema.GroupResource{Group: "metrics.k8s.io", Resource: "pods"}, name)
 	}
 	return c.Metrics(ns, name)
+}
+
+func (c *Clientset) TokenReviews() kubecore.Creator[*authenticationv1.TokenReview] {
+	return c.AuthenticationV1().TokenReviews()
+}
+
+func (c *Clientset) SubjectAccessReviews() kubecore.Creator[*authorizationv1.SubjectAccessReview] {
+	return c.AuthorizationV1().SubjectAccessReviews()
 }
 
 func (c *Clientset) ServerVersion(context.Context) (*version.Info, error) {

@@ -1,0 +1,62 @@
+package check
+
+import (
+	"net"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
+)
+
+// connectLines writes how clients reach an injected Spark Connect server
+// (docs/connect.md): the connection strings, with a Kubernetes token the
+// sidecar admits, and the permission a client needs.
+func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
+	if st.Connect == "" {
+		return
+	}
+	env := sidecarEnv(pod)
+	listen := env[vocab.EnvConnectListen]
+	if listen == "" {
+		r.line("spark connect: port %d on the pod IP, which checks no identity: the sidecar admits clients on Spark 4.0+ only", patches.ConnectPort)
+		return
+	}
+	_, port, err := net.SplitHostPort(listen)
+	if err != nil {
+		r.line("spark connect: the sidecar's %s %q: %v", vocab.EnvConnectListen, listen, err)
+		return
+	}
+	access := "the policy's sidecar.connectAccess"
+	if pol, err := patches.SidecarPolicy(env[vocab.EnvPolicy], pod.Namespace, o.Version); err == nil {
+		a := pol.Sidecar.ConnectAccessOrDefault()
+		resource := a.Resource
+		if a.Group != "" {
+			resource += "." + a.Group
+		}
+		access = a.Verb + " " + resource
+	}
+	r.line("spark connect: the sidecar admits clients on port %s whose Kubernetes token passes a TokenReview and whose user may %s in namespace %s",
+		port, access, pod.Namespace)
+	if ip := pod.Status.PodIP; ip != "" {
+		r.line("  in the cluster: sc://%s/;authorization=Bearer%%20$TOKEN", net.JoinHostPort(ip, port))
+	}
+	r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;token=$TOKEN", pod.Namespace, pod.Name, port, port)
+	r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
+}
+
+// sidecarEnv is the literal env of the pod's sidecar container.
+func sidecarEnv(pod *corev1.Pod) map[string]string {
+	env := map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		if c.Name != patches.SidecarName {
+			continue
+		}
+		for _, e := range c.Env {
+			if e.ValueFrom == nil {
+				env[e.Name] = e.Value
+			}
+		}
+	}
+	return env
+}

@@ -1,0 +1,43 @@
+package check
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/vocab"
+)
+
+// TestPodConnect: for a Spark Connect server the webhook injected, check
+// prints the connection strings clients use with a Kubernetes token and
+// the permission they need.
+func TestPodConnect(t *testing.T) {
+	o := options(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "connect-0", Namespace: "team-a", Labels: map[string]string{vocab.LabelRole: "driver"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.3.0",
+			Command: []string{"/opt/spark/bin/spark-submit"}, Args: []string{"--class", "org.apache.spark.sql.connect.service.SparkConnectServer"}}}},
+	}
+	if _, err := patches.Driver(pod, patches.Input{Namespace: "team-a", Policy: o.Policy.For("team-a"), Version: "test", AppID: "spark-1"}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
+	o = options(t, hookConfig(), ns("team-a", nil), pod)
+	var out strings.Builder
+	if _, err := Pod(context.Background(), &out, o, "team-a", "connect-0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"  spark connect: the sidecar admits clients on port 15002 whose Kubernetes token passes a TokenReview and whose user may create sparkconnect.sparklet.io in namespace team-a\n",
+		"    in the cluster: sc://10.1.2.3:15002/;authorization=Bearer%20$TOKEN\n",
+		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;token=$TOKEN\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}

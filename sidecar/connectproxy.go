@@ -1,0 +1,145 @@
+package sidecar
+
+import (
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/policy"
+)
+
+// connectTokenName is the JVM's Connect token's file, beside its API
+// token (patches.ConnectTokenFile).
+const connectTokenName = "connect"
+
+// connectProxy serves Spark Connect clients on the pod's addresses and
+// forwards those connectAuth admits to the JVM's Connect port on
+// 127.0.0.1, with the JVM's own token in place of theirs
+// (docs/connect.md). Clients speak gRPC over cleartext HTTP/2 with prior
+// knowledge, as Spark's clients do without use_ssl; so does the proxy to
+// the JVM. A refusal is a gRPC status, never an HTTP error, so the client
+// shows its message.
+type connectProxy struct {
+	auth     *connectAuth
+	sessions *connectSessions
+	forward  http.Handler
+	requests *prometheus.CounterVec
+}
+
+func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, registry *prometheus.Registry, log *logrus.Entry) *connectProxy {
+	target := &url.URL{Scheme: "http", Host: backend}
+	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
+	tr.Protocols.SetUnencryptedHTTP2(true)
+	bearer := "Bearer " + string(jvmToken)
+	rp := &httputil.ReverseProxy{
+		Rewrite: func(r *httputil.ProxyRequest) {
+			r.SetURL(target)
+			r.Out.Header.Set("Authorization", bearer)
+		},
+		Transport: tr,
+		// Every message goes on at once: gRPC streams results.
+		FlushInterval: -1,
+		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
+			if r.Context().Err() != nil {
+				return // the client went away
+			}
+			log.WithError(err).WithField("path", r.URL.Path).Warn("Spark Connect: the JVM did not answer")
+			writeGRPCStatus(w, grpcUnavailable, fmt.Sprintf("the Spark Connect server in the pod did not answer (%v): "+
+				"it may be starting or restarting; retry", err))
+		},
+	}
+	p := &connectProxy{auth: auth, sessions: newConnectSessions(registry, log), forward: rp, requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sparklet_sidecar_connect_requests_total",
+		Help: "Spark Connect RPCs by the client's Kubernetes user and the sidecar's decision (OK: forwarded to the JVM).",
+	}, []string{"user", "code"})}
+	registry.MustRegister(p.requests)
+	return p
+}
+
+func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.ProtoMajor != 2 || !strings.HasPrefix(r.Header.Get("Content-Type"), "application/grpc") {
+		http.Error(w, "this port serves Spark Connect: gRPC over HTTP/2", http.StatusUnsupportedMediaType)
+		return
+	}
+	v := p.auth.admit(r.Context(), r.Header.Get("Authorization"))
+	if v.code == grpcOK {
+		v.code, v.message = p.sessions.claim(r, v.user)
+	}
+	p.requests.WithLabelValues(v.user, grpcCodeNames[v.code]).Inc()
+	if v.code != grpcOK {
+		writeGRPCStatus(w, v.code, v.message)
+		return
+	}
+	p.forward.ServeHTTP(w, r)
+}
+
+// writeGRPCStatus answers a gRPC call with a status and no message, a
+// "Trailers-Only" response: HTTP 200 whose headers end the stream
+// (doc/PROTOCOL-HTTP2.md in grpc/grpc).
+func writeGRPCStatus(w http.ResponseWriter, code int, msg string) {
+	h := w.Header()
+	h.Set("Content-Type", "application/grpc")
+	h.Set("Grpc-Status", strconv.Itoa(code))
+	h.Set("Grpc-Message", encodeGRPCMessage(msg))
+	w.WriteHeader(http.StatusOK)
+}
+
+// encodeGRPCMessage percent-encodes what grpc-message may not carry: bytes
+// outside printable ASCII, and '%' itself (doc/PROTOCOL-HTTP2.md).
+func encodeGRPCMessage(msg string) string {
+	var b strings.Builder
+	for i := 0; i < len(msg); i++ {
+		c := msg[i]
+		if c < 0x20 || c > 0x7e || c == '%' {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// serveConnect serves h to Spark Connect clients on listen, cleartext
+// HTTP/2 only, until stop is called.
+func serveConnect(listen string, h http.Handler) (addr string, stop func(), err error) {
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return "", nil, fmt.Errorf("the Spark Connect port %s: %w", listen, err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go func() { _ = srv.Serve(ln) }()
+	return ln.Addr().String(), func() { _ = srv.Close() }, nil
+}
+
+// startConnect writes the JVM's Connect token, next to its API token, and
+// serves Connect clients, when the webhook asked for it (the driver is a
+// Spark Connect server on Spark 4.0+). It runs before the sidecar is
+// ready, so the token is there when the JVM starts.
+func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
+	if s.cfg.ConnectListen == "" {
+		return func() {}, nil
+	}
+	token, err := writeToken(filepath.Join(filepath.Dir(s.cfg.TokenFile), connectTokenName))
+	if err != nil {
+		return nil, fmt.Errorf("the Spark Connect token: %w", err)
+	}
+	access := pol.Sidecar.ConnectAccessOrDefault()
+	auth := newConnectAuth(s.client, s.cfg.Namespace, access, s.log)
+	addr, stop, err := serveConnect(s.cfg.ConnectListen, newConnectProxy(auth, s.cfg.ConnectBackend, token, s.metrics.registry, s.log))
+	if err != nil {
+		return nil, err
+	}
+	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName()}).
+		Info("serving Spark Connect clients")
+	return stop, nil
+}
