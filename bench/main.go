@@ -97,6 +97,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == startCommand {
+		if err := startMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench start:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == nullWebhookCommand {
 		if err := nullWebhookMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench null-webhook:", err)

@@ -3,15 +3,19 @@ package sidecar
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
@@ -59,6 +63,11 @@ func (s *Sidecar) Ready() <-chan struct{} { return s.ready }
 // kubelet stops a native sidecar once the driver exits), or on error.
 func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	s.client = client
+	// A file left by an earlier run of the sidecar in this pod must not
+	// let the conf init container through before this one serves.
+	if err := os.Remove(s.servingFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", s.servingFile(), err)
+	}
 	pol, err := s.effectivePolicy()
 	if err != nil {
 		return err
@@ -155,10 +164,21 @@ func (s *Sidecar) serve(api *API) (stop func(), err error) {
 	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.addr = ln.Addr().String()
+	if err := atomicfile.Write(s.servingFile(), []byte(s.addr), 0o444); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("write %s: %w", s.servingFile(), err)
+	}
 	close(s.ready)
 	s.log.WithFields(logrus.Fields{"listen": s.addr, "executors": len(api.state.executors.all())}).Info("serving the JVM")
 	s.events.normal("SidecarReady", fmt.Sprintf("serving the Spark driver on %s for application %s", s.addr, s.appID))
 	return func() { _ = srv.Close() }, nil
+}
+
+// servingFile is where the sidecar says that it serves the JVM, next to
+// the JVM's token: the conf init container waits for it
+// (patches.ServingFile).
+func (s *Sidecar) servingFile() string {
+	return filepath.Join(filepath.Dir(s.cfg.TokenFile), filepath.Base(patches.ServingFile))
 }
 
 // wait returns when the Spark container has ended or ctx is done, after
