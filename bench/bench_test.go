@@ -62,3 +62,40 @@ func TestTableSeparatorMatchesHeader(t *testing.T) {
 		t.Errorf("table:\n%q\nwant\n%q", got, want)
 	}
 }
+
+func TestPatchParts(t *testing.T) {
+	patch := `[{"op":"add","path":"/metadata/annotations/sparklet.io~1status","value":"{}"},` +
+		`{"op":"add","path":"/metadata/labels/spark-app-selector","value":"spark-1"},` +
+		`{"op":"add","path":"/spec/initContainers","value":[{"name":"a","image":"x"},{"name":"b"}]},` +
+		`{"op":"add","path":"/metadata/annotations","value":{"k1":"v","k2":"vv"}},` +
+		`{"op":"add","path":"/spec/initContainers/0","value":{"name":"sparklet-sidecar","image":"s"}},` +
+		`{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"A","value":"1"}},` +
+		`{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"B","value":"2"}}]`
+	parts, err := patchParts([]byte(patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	sum := 0
+	for _, p := range parts {
+		got[p.name] = [2]int{p.ops, p.bytes}
+		sum += p.bytes
+	}
+	if sum != len(patch)-1 { // the brackets less the last op's comma
+		t.Errorf("parts sum to %d bytes, the patch has %d", sum, len(patch))
+	}
+	if got["initContainers a"][1] != len(`{"name":"a","image":"x"},`) || got["annotations k2"][1] != len(`"k2":"vv",`) {
+		t.Errorf("members not split with their bytes: %v", got)
+	}
+	for name, ops := range map[string]int{"annotations sparklet.io/status": 1, "labels spark-app-selector": 1, "/spec/initContainers": 1, "initContainers b": 0,
+		"initContainers sparklet-sidecar": 1, "/spec/containers/0": 2} {
+		if got[name][0] != ops {
+			t.Errorf("part %q has %d operations, want %d (all: %v)", name, got[name][0], ops, got)
+		}
+	}
+	for i := 1; i < len(parts); i++ {
+		if parts[i].bytes > parts[i-1].bytes {
+			t.Errorf("parts not largest first: %v", parts)
+		}
+	}
+}
