@@ -2,8 +2,10 @@ package main
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseAndQuantile(t *testing.T) {
@@ -97,5 +99,26 @@ func TestPatchParts(t *testing.T) {
 		if parts[i].bytes > parts[i-1].bytes {
 			t.Errorf("parts not largest first: %v", parts)
 		}
+	}
+}
+
+func TestRuntimeSpan(t *testing.T) {
+	log := `time="2026-11-27T10:00:59.682516733Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\""
+time="2026-11-27T10:01:00.100000000Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"v\" namespace:\"start-plain\" returns sandbox id \"other\""
+time="2026-11-27T10:01:00.284772954Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\" returns sandbox id \"sb1\""
+time="2026-11-27T10:01:00.294196811Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"sparklet-sidecar\""
+time="2026-11-27T10:01:00.400000000Z" level=info msg="CreateContainer within sandbox \"other\" for container name:\"spark\""
+time="2026-11-27T10:01:00.920755580Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"spark\""
+`
+	f := t.TempDir() + "/containerd.log"
+	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runtimeSpan(f, "start-sparklet", "start-2")
+	if want := 920755580*time.Nanosecond - 284772954*time.Nanosecond; err != nil || got != want {
+		t.Errorf("span %v (%v), want %v", got, err, want)
+	}
+	if _, err := runtimeSpan(f, "start-sparklet", "start-3"); err == nil {
+		t.Error("no error for a pod the log does not have")
 	}
 }

@@ -48,9 +48,10 @@ mv "$dst/.sparklet-defaults.tmp" "$f"
 // waitForSidecar holds the JVM back until the sidecar serves it: the conf
 // init container runs after the sidecar, which the kubelet counts as
 // started once its process runs (addSidecar), and polls for the file the
-// sidecar writes once it serves, every 20 ms, which a startup probe, at
-// one second at the least, cannot. The JVM's token and the serving
-// certificate are written by then. After two minutes it fails the pod's
+// sidecar writes once it listens for the JVM, every 20 ms, which a startup
+// probe, at one second at the least, cannot. The sidecar has checked its
+// pod, and written the JVM's token and its serving certificate, by then;
+// a JVM request that comes before its cache is filled waits for it. After two minutes it fails the pod's
 // start with a message, as a Job then retries; the sidecar's log says why
 // it did not serve.
 const waitForSidecar = `set -eu
