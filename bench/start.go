@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -17,11 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/sparklet/sparklet/hack/spark"
-	testenv "github.com/sparklet/sparklet/test/env"
-	"github.com/sparklet/sparklet/test/nodeenv"
-	"github.com/sparklet/sparklet/test/podrunner"
 )
 
 // startCommand is `bench start`: the time from a driver pod's scheduling
@@ -68,47 +62,29 @@ func startMain(args []string) error {
 	if *n < 1 {
 		return fmt.Errorf("-n must be at least 1, got %d", *n)
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("the pod runner and the real node need root")
-	}
 	ctx := context.Background()
-	absBin, _ := filepath.Abs(*bin)
-	absDir, _ := filepath.Abs(*dir)
-	_ = podrunner.UnmountUnder(absDir)
-	if err := os.RemoveAll(absDir); err != nil {
-		return err
-	}
-	dists, err := spark.Pinned()
+	absBin, absDir, d, err := prepareRun(*bin, *dir)
 	if err != nil {
 		return err
 	}
-	d := dists[len(dists)-1]
-	if err := d.Installed(absBin); err != nil {
-		return err
-	}
 	policy, _ := filepath.Abs(nodeBenchPolicy)
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: absBin, Dir: filepath.Join(absDir, "runner"), PolicyFile: policy, PodRunner: true})
+	env, err := startRunner(ctx, absBin, absDir, policy, startOptedIn)
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	for ns, optIn := range map[string]bool{startOptedIn: true, startPlain: false} {
-		if err := env.CreateNamespace(ctx, ns, optIn); err != nil {
-			return err
-		}
+	if err := env.CreateNamespace(ctx, startPlain, false); err != nil {
+		return err
 	}
 	places := []*startPlace{{name: "pod runner", pods: env.Client, logs: func(_ context.Context, ns, name string) ([]byte, error) {
 		return os.ReadFile(env.Runner.LogPath(ns, name, "spark"))
 	}}}
 	if *onNode {
-		nenv, err := nodeenv.Start(ctx, nodeenv.Options{BinDir: absBin, Dir: filepath.Join(absDir, "node"), SparkVersions: []string{d.Version}})
+		nenv, _, err := startNode(ctx, absBin, absDir, d, policy, startOptedIn)
 		if err != nil {
 			return err
 		}
 		defer nenv.Stop()
-		if err := nenv.InstallChart(ctx, nodeenv.Install{Chart: "charts/sparklet", PolicyFile: policy, Namespaces: []string{startOptedIn}}, nil); err != nil {
-			return err
-		}
 		if _, err := nenv.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: startPlain}}, metav1.CreateOptions{}); err != nil {
 			return err
 		}
@@ -214,7 +190,7 @@ func startOnce(ctx context.Context, place *startPlace, ns, name, image string) (
 func startReport(r *report, places []*startPlace, n int, image string, loads [2]string, k8s string) {
 	r.line("# Driver start latency with and without sparklet")
 	r.line("")
-	r.line("%s; %d CPUs (%s/%s), %s; Kubernetes %s; sparklet %s. Reproduce: `go run ./bench start --bin bin --node` (options: `go run ./bench start -h`).",
+	r.line("%s; %d CPUs (%s/%s), %s; Kubernetes %s; sparklet %s. Reproduce: `make bench-start` (options: `go run ./bench start -h`).",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), k8s, gitVersion())
 	r.line("")
 	r.line("The same driver pod (label `spark-role=driver`, image `%s`, its Spark container's command `%s`) created %d times in a namespace that has opted in (sparklet injects it: the conf init container and the native sidecar run before the Spark container) and in one that has not, taking turns. Measured from the pod's scheduling (the bench's watch sees `spec.nodeName` set) to the Spark container's process printing the time (where the JVM would be exec'd), both on this machine's clock; the kubelet's own timestamps have a resolution of one second. The JVM's own start after that is the same either way. The policy is `%s`.", image, startMarker, n, nodeBenchPolicy)
