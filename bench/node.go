@@ -50,11 +50,8 @@ func nodeMain(args []string) error {
 	dir := fs.String("dir", ".cache/bench-node", "state and logs")
 	out := fs.String("out", "bench/results", "where node.md goes")
 	iterations := fs.Int("iterations", 3, "SparkPi runs on each side, taking turns")
-	if err := fs.Parse(args); err != nil {
+	if err := parseCounted(fs, args, "--iterations", iterations); err != nil {
 		return err
-	}
-	if *iterations < 1 {
-		return fmt.Errorf("--iterations must be at least 1, got %d", *iterations)
 	}
 	ctx := context.Background()
 	absBin, absDir, d, err := prepareRun(*bin, *dir)
@@ -106,6 +103,18 @@ func nodeMain(args []string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(*out, "node.md"), []byte(r.b.String()), 0o644)
+}
+
+// parseCounted parses args and checks that the count flag named name is
+// at least 1.
+func parseCounted(fs *flag.FlagSet, args []string, name string, count *int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 {
+		return fmt.Errorf("%s must be at least 1, got %d", name, *count)
+	}
+	return nil
 }
 
 // prepareRun checks that the run can start and clears what a run before

@@ -56,11 +56,8 @@ func startMain(args []string) error {
 	out := fs.String("out", "bench/results", "where start.md goes")
 	n := fs.Int("n", 10, "pods started in each namespace on each side, taking turns")
 	onNode := fs.Bool("node", false, "measure on the real node too (docs/real-node.md; it waits for any other real node on the machine)")
-	if err := fs.Parse(args); err != nil {
+	if err := parseCounted(fs, args, "-n", n); err != nil {
 		return err
-	}
-	if *n < 1 {
-		return fmt.Errorf("-n must be at least 1, got %d", *n)
 	}
 	ctx := context.Background()
 	absBin, absDir, d, err := prepareRun(*bin, *dir)
