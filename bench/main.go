@@ -653,13 +653,29 @@ func createLatency(ctx context.Context, env *testenv.Env, o options, r *report) 
 	return nil
 }
 
-// registerCanned starts a canned-answer webhook that answers sparklet's
-// patch for driverPod in namespace bench-canned, registers it as
-// sparklet's webhook is registered, for namespaces labelled cannedLabel,
-// and creates that namespace once the API server calls it.
+// registerCanned creates namespace bench-canned, starts a canned-answer
+// webhook that answers sparklet's patch for driverPod as the API server
+// sends it there, registers it as sparklet's webhook is registered, for
+// namespaces labelled cannedLabel, labels the namespace and waits until
+// the API server calls it.
 func registerCanned(ctx context.Context, env *testenv.Env, client *http.Client, dir string) (stop func(), err error) {
 	const ns = "bench-canned"
-	podJSON, err := json.Marshal(driverPod("d-0"))
+	if err := env.CreateNamespace(ctx, ns, false); err != nil {
+		return nil, err
+	}
+	// The patched pod runs as the driver's service account.
+	if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	// The pod as the API server sends it to a webhook: defaulted, and with
+	// the service account admission plugin's token volume, which sparklet
+	// takes out again. The fields set only after admission are cleared.
+	sent, err := env.Client.CoreV1().Pods(ns).Create(ctx, driverPod("d-0"), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err != nil {
+		return nil, err
+	}
+	sent.UID, sent.ResourceVersion, sent.CreationTimestamp = "", "", metav1.Time{}
+	podJSON, err := json.Marshal(sent)
 	if err != nil {
 		return nil, err
 	}
@@ -677,13 +693,12 @@ func registerCanned(ctx context.Context, env *testenv.Env, client *http.Client, 
 		stop()
 		return nil, err
 	}
-	if _, err := env.Client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns,
-		Labels: map[string]string{testenv.PodSecurityLabel: "baseline", cannedLabel: "enabled"}}}, metav1.CreateOptions{}); err != nil {
-		stop()
-		return nil, err
+	nsObj, err := env.Client.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{})
+	if err == nil {
+		nsObj.Labels[cannedLabel] = "enabled"
+		_, err = env.Client.CoreV1().Namespaces().Update(ctx, nsObj, metav1.UpdateOptions{})
 	}
-	// The patched pod runs as the driver's service account.
-	if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}, metav1.CreateOptions{}); err != nil {
+	if err != nil {
 		stop()
 		return nil, err
 	}
