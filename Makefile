@@ -171,6 +171,13 @@ bench: build cluster-binaries spark-dists
 bench-node: build cluster-binaries helm-binary node-binaries node-images
 	$(GO) run ./bench node --bin $(BIN)
 
+# The time from a driver pod's scheduling to its Spark container's first
+# process, with and without sparklet, on the pod runner and on the real
+# node (bench/start.go, bench/results/start.md); apart from make bench.
+.PHONY: bench-start
+bench-start: build cluster-binaries helm-binary node-binaries node-images
+	$(GO) run ./bench start --node --bin $(BIN)
+
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster
 

@@ -2,8 +2,10 @@ package main
 
 import (
 	"math"
+	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseAndQuantile(t *testing.T) {
@@ -60,5 +62,63 @@ func TestTableSeparatorMatchesHeader(t *testing.T) {
 	want := "| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n\n"
 	if got := r.b.String(); got != want {
 		t.Errorf("table:\n%q\nwant\n%q", got, want)
+	}
+}
+
+func TestPatchParts(t *testing.T) {
+	patch := `[{"op":"add","path":"/metadata/annotations/sparklet.io~1status","value":"{}"},` +
+		`{"op":"add","path":"/metadata/labels/spark-app-selector","value":"spark-1"},` +
+		`{"op":"add","path":"/spec/initContainers","value":[{"name":"a","image":"x"},{"name":"b"}]},` +
+		`{"op":"add","path":"/metadata/annotations","value":{"k1":"v","k2":"vv"}},` +
+		`{"op":"add","path":"/spec/initContainers/0","value":{"name":"sparklet-sidecar","image":"s"}},` +
+		`{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"A","value":"1"}},` +
+		`{"op":"add","path":"/spec/containers/0/env/-","value":{"name":"B","value":"2"}}]`
+	parts, err := patchParts([]byte(patch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	sum := 0
+	for _, p := range parts {
+		got[p.name] = [2]int{p.ops, p.bytes}
+		sum += p.bytes
+	}
+	if sum != len(patch)-1 { // the brackets less the last op's comma
+		t.Errorf("parts sum to %d bytes, the patch has %d", sum, len(patch))
+	}
+	if got["initContainers a"][1] != len(`{"name":"a","image":"x"},`) || got["annotations k2"][1] != len(`"k2":"vv",`) {
+		t.Errorf("members not split with their bytes: %v", got)
+	}
+	for name, ops := range map[string]int{"annotations sparklet.io/status": 1, "labels spark-app-selector": 1, "/spec/initContainers": 1, "initContainers b": 0,
+		"initContainers sparklet-sidecar": 1, "/spec/containers/0": 2} {
+		if got[name][0] != ops {
+			t.Errorf("part %q has %d operations, want %d (all: %v)", name, got[name][0], ops, got)
+		}
+	}
+	for i := 1; i < len(parts); i++ {
+		if parts[i].bytes > parts[i-1].bytes {
+			t.Errorf("parts not largest first: %v", parts)
+		}
+	}
+}
+
+func TestRuntimeSpan(t *testing.T) {
+	log := `time="2026-11-27T10:00:59.682516733Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\""
+time="2026-11-27T10:01:00.100000000Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"v\" namespace:\"start-plain\" returns sandbox id \"other\""
+time="2026-11-27T10:01:00.284772954Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\" returns sandbox id \"sb1\""
+time="2026-11-27T10:01:00.294196811Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"sparklet-sidecar\""
+time="2026-11-27T10:01:00.400000000Z" level=info msg="CreateContainer within sandbox \"other\" for container name:\"spark\""
+time="2026-11-27T10:01:00.920755580Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"spark\""
+`
+	f := t.TempDir() + "/containerd.log"
+	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := runtimeSpan(f, "start-sparklet", "start-2")
+	if want := 920755580*time.Nanosecond - 284772954*time.Nanosecond; err != nil || got != want {
+		t.Errorf("span %v (%v), want %v", got, err, want)
+	}
+	if _, err := runtimeSpan(f, "start-sparklet", "start-3"); err == nil {
+		t.Error("no error for a pod the log does not have")
 	}
 }

@@ -50,28 +50,12 @@ func nodeMain(args []string) error {
 	dir := fs.String("dir", ".cache/bench-node", "state and logs")
 	out := fs.String("out", "bench/results", "where node.md goes")
 	iterations := fs.Int("iterations", 3, "SparkPi runs on each side, taking turns")
-	if err := fs.Parse(args); err != nil {
+	if err := parseCounted(fs, args, "--iterations", iterations); err != nil {
 		return err
-	}
-	if *iterations < 1 {
-		return fmt.Errorf("--iterations must be at least 1, got %d", *iterations)
-	}
-	if os.Geteuid() != 0 {
-		return errors.New("the pod runner and the real node need root")
 	}
 	ctx := context.Background()
-	absBin, _ := filepath.Abs(*bin)
-	absDir, _ := filepath.Abs(*dir)
-	_ = podrunner.UnmountUnder(absDir) // a killed run's volumes and container mounts
-	if err := os.RemoveAll(absDir); err != nil {
-		return err
-	}
-	dists, err := spark.Pinned()
+	absBin, absDir, d, err := prepareRun(*bin, *dir)
 	if err != nil {
-		return err
-	}
-	d := dists[len(dists)-1]
-	if err := d.Installed(absBin); err != nil {
 		return err
 	}
 	manifest, err := os.ReadFile("examples/spark-pi-pod.yaml")
@@ -84,25 +68,17 @@ func nodeMain(args []string) error {
 	// Both up at once, so that each run of one side is next to a run of
 	// the other under the same load; the runs take turns, one at a time.
 	setupStart := time.Now()
-	env, err := testenv.Start(ctx, testenv.Options{BinDir: absBin, Dir: filepath.Join(absDir, "runner"), PolicyFile: policy, PodRunner: true})
+	env, err := startRunner(ctx, absBin, absDir, policy, nodeBenchNS)
 	if err != nil {
 		return err
 	}
 	defer env.Stop()
-	if err := env.CreateNamespace(ctx, nodeBenchNS, true); err != nil {
-		return err
-	}
 	runnerUp := time.Since(setupStart)
-	nenv, err := nodeenv.Start(ctx, nodeenv.Options{BinDir: absBin, Dir: filepath.Join(absDir, "node"), SparkVersions: []string{d.Version}})
+	nenv, installed, err := startNode(ctx, absBin, absDir, d, policy, nodeBenchNS)
 	if err != nil {
 		return err
 	}
 	defer nenv.Stop()
-	installStart := time.Now()
-	if err := nenv.InstallChart(ctx, nodeenv.Install{Chart: "charts/sparklet", PolicyFile: policy, Namespaces: []string{nodeBenchNS}}, nil); err != nil {
-		return err
-	}
-	installed := time.Since(installStart)
 
 	sides := []*nodeSide{{name: "pod runner", kube: env, pods: env.Client}, {name: "real node", kube: nenv, pods: nenv.Client}}
 	loadBefore := loadAverage()
@@ -127,6 +103,71 @@ func nodeMain(args []string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(*out, "node.md"), []byte(r.b.String()), 0o644)
+}
+
+// parseCounted parses args and checks that the count flag named name is
+// at least 1.
+func parseCounted(fs *flag.FlagSet, args []string, name string, count *int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *count < 1 {
+		return fmt.Errorf("%s must be at least 1, got %d", name, *count)
+	}
+	return nil
+}
+
+// prepareRun checks that the run can start and clears what a run before
+// it left in dir: it returns bin and dir as absolute paths and the newest
+// pinned Spark distribution, installed in bin.
+func prepareRun(bin, dir string) (absBin, absDir string, d spark.Dist, err error) {
+	if os.Geteuid() != 0 {
+		return "", "", d, errors.New("the pod runner and the real node need root")
+	}
+	absBin, _ = filepath.Abs(bin)
+	absDir, _ = filepath.Abs(dir)
+	_ = podrunner.UnmountUnder(absDir) // a killed run's volumes and container mounts
+	if err := os.RemoveAll(absDir); err != nil {
+		return "", "", d, err
+	}
+	dists, err := spark.Pinned()
+	if err != nil {
+		return "", "", d, err
+	}
+	d = dists[len(dists)-1]
+	return absBin, absDir, d, d.Installed(absBin)
+}
+
+// startRunner starts a control plane with the pod runner under
+// dir/runner, sparklet's webhook with policy, and opts namespaces in.
+func startRunner(ctx context.Context, bin, dir, policy string, namespaces ...string) (*testenv.Env, error) {
+	env, err := testenv.Start(ctx, testenv.Options{BinDir: bin, Dir: filepath.Join(dir, "runner"), PolicyFile: policy, PodRunner: true})
+	if err != nil {
+		return nil, err
+	}
+	for _, ns := range namespaces {
+		if err := env.CreateNamespace(ctx, ns, true); err != nil {
+			env.Stop()
+			return nil, err
+		}
+	}
+	return env, nil
+}
+
+// startNode starts the real node under dir/node with d's image and
+// installs the chart with policy, opting namespaces in; installed is how
+// long the install took.
+func startNode(ctx context.Context, bin, dir string, d spark.Dist, policy string, namespaces ...string) (nenv *nodeenv.Env, installed time.Duration, err error) {
+	nenv, err = nodeenv.Start(ctx, nodeenv.Options{BinDir: bin, Dir: filepath.Join(dir, "node"), SparkVersions: []string{d.Version}})
+	if err != nil {
+		return nil, 0, err
+	}
+	start := time.Now()
+	if err := nenv.InstallChart(ctx, nodeenv.Install{Chart: "charts/sparklet", PolicyFile: policy, Namespaces: namespaces}, nil); err != nil {
+		nenv.Stop()
+		return nil, 0, err
+	}
+	return nenv, time.Since(start), nil
 }
 
 // sparkPiOnce applies manifest under name and waits for the pod to

@@ -46,8 +46,10 @@ func TestExamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			spec := podSpecOf(t, out)
-			if len(spec.InitContainers) == 0 || spec.InitContainers[len(spec.InitContainers)-1].Name != patches.SidecarName {
-				t.Errorf("no sidecar in %s:\n%s", file, out)
+			// sparklet's last two init containers: the sidecar, then the
+			// conf init container that waits for it.
+			if n := len(spec.InitContainers); n < 2 || spec.InitContainers[n-2].Name != patches.SidecarName || spec.InitContainers[n-1].Name != patches.ConfInitName {
+				t.Errorf("no sidecar followed by the conf init container in %s:\n%s", file, out)
 			}
 			again, err := run(t, out, p)
 			if err != nil {
@@ -126,7 +128,7 @@ spec:
 	if !strings.Contains(docs[0], "# comments survive") {
 		t.Errorf("the ConfigMap was rewritten:\n%s", docs[0])
 	}
-	if spec := podSpecOf(t, docs[1]); len(spec.InitContainers) != 2 || spec.InitContainers[1].Name != patches.SidecarName {
+	if spec := podSpecOf(t, docs[1]); len(spec.InitContainers) != 2 || spec.InitContainers[0].Name != patches.SidecarName {
 		t.Errorf("the CronJob's template was not injected:\n%s", docs[1])
 	}
 	if !strings.Contains(docs[2], "image: nginx") || strings.Contains(docs[2], patches.SidecarName) {

@@ -118,7 +118,7 @@ func TestDeliveredConfIsEffective(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("/bin/sh", "-c", strings.NewReplacer(ConfDir, dst, PodInfoDir, info).Replace(confScript))
+	cmd := exec.Command("/bin/sh", "-c", strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, servingFile(t, true)).Replace(confScript))
 	cmd.Env = []string{"SPARK_HOME=" + filepath.Join(root, "nothing"), "PATH=/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)

@@ -93,12 +93,15 @@ func TestDriverInjects(t *testing.T) {
 	if pod.Spec.ServiceAccountName != "spark-driver" {
 		t.Errorf("serviceAccountName = %q", pod.Spec.ServiceAccountName)
 	}
-	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[0].Name != ConfInitName || pod.Spec.InitContainers[1].Name != SidecarName {
+	if n := len(pod.Spec.InitContainers); n != 2 || pod.Spec.InitContainers[0].Name != SidecarName || pod.Spec.InitContainers[1].Name != ConfInitName {
 		t.Fatalf("init containers = %v", pod.Spec.InitContainers)
 	}
-	sc := pod.Spec.InitContainers[1]
-	if sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways || sc.StartupProbe == nil {
-		t.Errorf("sidecar is not a native sidecar with a startup probe: %+v", sc)
+	sc := pod.Spec.InitContainers[0]
+	if sc.RestartPolicy == nil || *sc.RestartPolicy != corev1.ContainerRestartPolicyAlways {
+		t.Errorf("sidecar is not a native sidecar: %+v", sc)
+	}
+	if sc.StartupProbe != nil {
+		t.Errorf("sidecar has a startup probe, which would hold the JVM back by up to its period: %+v", sc.StartupProbe)
 	}
 	spark := pod.Spec.Containers[0]
 	for _, m := range spark.VolumeMounts {

@@ -3,6 +3,7 @@ package patches
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -27,8 +28,7 @@ import (
 // Hashtable, so the last line of a key is its value. The image's
 // defaults therefore rank below every layer sparklet writes. Two blank
 // lines first end a line continuation the image's file may leave open.
-const confScript = `set -eu
-src="${` + vocab.EnvImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
+const confScript = waitForSidecar + `src="${` + vocab.EnvImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
 dst=` + ConfDir + `
 if [ -d "$src" ]; then cp -RL "$src/." "$dst/"; fi
 f="$dst/` + ConfFile + `"
@@ -43,6 +43,26 @@ f="$dst/` + ConfFile + `"
   cat "` + PodInfoDir + `/` + ConfFile + `"
 } > "$dst/.sparklet-defaults.tmp"
 mv "$dst/.sparklet-defaults.tmp" "$f"
+`
+
+// waitForSidecar holds the JVM back until the sidecar serves it: the conf
+// init container runs after the sidecar, which the kubelet counts as
+// started once its process runs (addSidecar), and polls for the file the
+// sidecar writes once it listens for the JVM, every 20 ms, which a startup
+// probe, at one second at the least, cannot. The sidecar has checked its
+// pod, and written the JVM's token and its serving certificate, by then;
+// a JVM request that comes before its cache is filled waits for it. After two minutes it fails the pod's
+// start with a message, as a Job then retries; the sidecar's log says why
+// it did not serve.
+const waitForSidecar = `set -eu
+deadline=$(( $(date +%s) + 120 ))
+while [ ! -e ` + ServingFile + ` ]; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    echo "sparklet: the sidecar (init container ` + SidecarName + `) did not serve the Spark driver within 2 minutes; its log says why" >&2
+    exit 1
+  fi
+  sleep 0.02 2>/dev/null || sleep 1
+done
 `
 
 // planImageConf finds the conf directory the Spark container would have
@@ -84,12 +104,14 @@ func planImageConf(pod *corev1.Pod, p *plan) error {
 // image, pull policy and security context, so the pod's security admission
 // judges it as it judges the Spark container, and it mounts the Spark
 // container's own volumes, so a conf directory mounted there is copied too.
-// It holds no Kubernetes credential.
+// It holds no Kubernetes credential; it sees the JVM's volume, read-only,
+// for the sidecar's serving file.
 func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 	c := p.container(pod)
 	mounts := []corev1.VolumeMount{
 		{Name: VolumeConf, MountPath: PodInfoDir, ReadOnly: true},
 		{Name: VolumeSpark, MountPath: ConfDir},
+		{Name: VolumeJVM, MountPath: JVMDir, ReadOnly: true},
 	}
 	for _, m := range c.VolumeMounts {
 		if !sparkletVolume(m.Name) && m.MountPath != PodInfoDir && m.MountPath != ConfDir {
@@ -118,12 +140,16 @@ func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          c.SecurityContext.DeepCopy(),
 	}
-	// Before the sidecar, after the pod's own init containers: they may
-	// prepare the conf directory.
+	// Right after the sidecar, which the pod's own init containers come
+	// before: they may prepare the conf directory. It waits for the
+	// sidecar to serve (waitForSidecar) while the sidecar starts. A pod
+	// injected by an earlier sparklet has it before the sidecar, where it
+	// would wait for a sidecar that is not started yet: it moves.
+	pod.Spec.InitContainers = slices.DeleteFunc(pod.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == ConfInitName })
 	at := len(pod.Spec.InitContainers)
 	for i, ic := range pod.Spec.InitContainers {
 		if ic.Name == SidecarName {
-			at = i
+			at = i + 1
 			break
 		}
 	}

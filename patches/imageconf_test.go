@@ -1,10 +1,12 @@
 package patches
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -54,7 +56,7 @@ func TestConfInitRunsTheSparkImage(t *testing.T) {
 			t.Errorf("conf init mounts a credential: %+v", m)
 		}
 	}
-	want := map[string]string{PodInfoDir: VolumeConf, ConfDir: VolumeSpark, "/opt/spark/conf": "site"}
+	want := map[string]string{PodInfoDir: VolumeConf, ConfDir: VolumeSpark, JVMDir: VolumeJVM, "/opt/spark/conf": "site"}
 	if !reflect.DeepEqual(mounts, want) {
 		t.Errorf("conf init mounts %v, want %v", mounts, want)
 	}
@@ -70,7 +72,7 @@ func TestConfInitRunsTheSparkImage(t *testing.T) {
 	for _, c := range pod.Spec.InitContainers {
 		names = append(names, c.Name)
 	}
-	if want := []string{ConfInitName, SidecarName}; !reflect.DeepEqual(names, want) {
+	if want := []string{SidecarName, ConfInitName}; !reflect.DeepEqual(names, want) {
 		t.Errorf("init containers %v, want %v", names, want)
 	}
 	if !strings.Contains(pod.Annotations[vocab.AnnotationStatus], `"`+ConfInitName+`"`) ||
@@ -136,7 +138,7 @@ func TestConfScript(t *testing.T) {
 	if err := os.Mkdir(dst, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info).Replace(confScript)
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, servingFile(t, true)).Replace(confScript)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{vocab.EnvImageConfDir + "=" + image, "PATH=/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -188,7 +190,7 @@ func TestConfScriptNoImageConf(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info).Replace(confScript)
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, servingFile(t, true)).Replace(confScript)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"SPARK_HOME=" + filepath.Join(root, "nothing"), "PATH=/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -197,5 +199,105 @@ func TestConfScriptNoImageConf(t *testing.T) {
 	text, _ := os.ReadFile(filepath.Join(dst, ConfFile))
 	if !strings.HasSuffix(string(text), "spark.a=1\n") || strings.Count(string(text), "spark.") != 1 {
 		t.Errorf("spark-defaults.conf = %q, want the effective conf alone", text)
+	}
+}
+
+// servingFile is a path for the sidecar's serving file in a new directory,
+// written when it is to be there from the start.
+func servingFile(t *testing.T, written bool) string {
+	t.Helper()
+	f := filepath.Join(t.TempDir(), "serving")
+	if written {
+		if err := os.WriteFile(f, []byte("127.0.0.1:7000"), 0o444); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+// fakeCommands writes shell scripts named by the keys into a new directory
+// and returns it, for the front of PATH.
+func fakeCommands(t *testing.T, scripts map[string]string) string {
+	t.Helper()
+	dir := t.TempDir()
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("#!/bin/sh\n"+body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
+}
+
+// The JVM waits for the sidecar: the conf init container polls for the
+// file the sidecar writes once it serves, and only then writes the conf.
+// Here the fake sleep is the sidecar, writing the file on its first call.
+func TestConfScriptWaitsForSidecar(t *testing.T) {
+	dst, info := t.TempDir(), t.TempDir()
+	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	serving := servingFile(t, false)
+	slept := filepath.Join(t.TempDir(), "slept")
+	bin := fakeCommands(t, map[string]string{"sleep": fmt.Sprintf("echo \"$1\" >> %s\ntouch %s\n", slept, serving)})
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confScript)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"SPARK_HOME=" + t.TempDir(), "PATH=" + bin + ":/usr/bin:/bin"}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got, _ := os.ReadFile(slept); string(got) != "0.02\n" {
+		t.Errorf("the script slept %q, want once for 0.02 s, until the serving file was there", got)
+	}
+	if text, _ := os.ReadFile(filepath.Join(dst, ConfFile)); !strings.HasSuffix(string(text), "spark.a=1\n") {
+		t.Errorf("spark-defaults.conf = %q, want the effective conf", text)
+	}
+}
+
+// A sidecar that never serves fails the conf init container after two
+// minutes, with a message that sends the user to the sidecar's log, and
+// no conf is written. The fake date jumps past the deadline at its second
+// call.
+func TestConfScriptGivesUpOnSidecar(t *testing.T) {
+	dst, info := t.TempDir(), t.TempDir()
+	calls := filepath.Join(t.TempDir(), "calls")
+	bin := fakeCommands(t, map[string]string{
+		"date":  fmt.Sprintf("if [ -e %[1]s ]; then echo 1000121; else touch %[1]s; echo 1000000; fi\n", calls),
+		"sleep": "exit 0\n",
+	})
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, servingFile(t, false)).Replace(confScript)
+	cmd := exec.Command("/bin/sh", "-c", script)
+	cmd.Env = []string{"SPARK_HOME=" + t.TempDir(), "PATH=" + bin + ":/usr/bin:/bin"}
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "did not serve the Spark driver within 2 minutes") || !strings.Contains(string(out), SidecarName) {
+		t.Fatalf("want a failure naming the sidecar, got %v: %s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(dst, ConfFile)); err == nil {
+		t.Errorf("the conf was written although the sidecar never served")
+	}
+}
+
+// A pod injected by an earlier sparklet, with the conf init container
+// before the sidecar, gets it after the sidecar when injected again:
+// before it, it would wait for a sidecar the kubelet has not started.
+func TestConfInitMovesAfterSidecar(t *testing.T) {
+	pol := mustPolicy(t, testPolicy)
+	pod := driverPod()
+	if _, err := inject(t, pod, pol); err != nil {
+		t.Fatal(err)
+	}
+	ics := pod.Spec.InitContainers
+	slices.Reverse(ics)
+	if ics[0].Name != ConfInitName {
+		t.Fatalf("init containers %v: the test needs the conf init container first", ics)
+	}
+	if _, err := inject(t, pod, pol); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range pod.Spec.InitContainers {
+		names = append(names, c.Name)
+	}
+	if want := []string{SidecarName, ConfInitName}; !reflect.DeepEqual(names, want) {
+		t.Errorf("init containers %v, want %v", names, want)
 	}
 }

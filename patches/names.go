@@ -30,6 +30,7 @@ const (
 	PodInfoDir             = "/etc/sparklet/podinfo"
 	JVMDir                 = "/var/run/sparklet/jvm" // the in-memory volume the sidecar and the Spark container share
 	TokenFile              = JVMDir + "/token"       // the JVM's per-pod token, which the sidecar writes
+	ServingFile            = JVMDir + "/serving"     // the sidecar writes it once it listens for the JVM (waitForSidecar)
 	ConnectTokenFile       = JVMDir + "/connect"     // the Spark Connect server's token, which the sidecar writes and forwards clients with
 	ServiceAccount         = "/var/run/secrets/kubernetes.io/serviceaccount"
 	HadoopConfDir          = "/opt/hadoop/conf"

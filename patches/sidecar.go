@@ -10,8 +10,14 @@ import (
 )
 
 // addSidecar injects the sidecar as a native sidecar: an init container
-// with restartPolicy Always, so the JVM starts only once it is ready and a
-// Job's pod completes when the driver exits.
+// with restartPolicy Always, so that a Job's pod completes when the driver
+// exits. It has no startup probe: the kubelet probes no more often than
+// once a second, and the init containers after a native sidecar wait for
+// its startup probe to pass, so a probe would hold the JVM back by up to a
+// second after the sidecar listens. The kubelet starts the conf init
+// container as soon as the sidecar runs instead, and that container waits
+// for the sidecar to listen before it ends (waitForSidecar), so the JVM
+// still starts only once the sidecar answers it.
 func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	pol := p.in.PolicyJSON
 	if pol == nil {
@@ -46,11 +52,6 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		RestartPolicy:   &always,
 		Env:             env,
 		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: p.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
-		StartupProbe: &corev1.Probe{
-			ProbeHandler:     corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/readyz", Port: metrics}},
-			PeriodSeconds:    1,
-			FailureThreshold: 120,
-		},
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: metrics}},
 			PeriodSeconds: 10,

@@ -3,15 +3,19 @@ package sidecar
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/internal/version"
 	"github.com/sparklet/sparklet/patches"
@@ -59,6 +63,11 @@ func (s *Sidecar) Ready() <-chan struct{} { return s.ready }
 // kubelet stops a native sidecar once the driver exits), or on error.
 func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	s.client = client
+	// A file left by an earlier run of the sidecar in this pod must not
+	// let the conf init container through before this one serves.
+	if err := os.Remove(s.servingFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove %s: %w", s.servingFile(), err)
+	}
 	pol, err := s.effectivePolicy()
 	if err != nil {
 		return err
@@ -70,21 +79,36 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	defer stopMetrics()
 	informerCtx, stopInformers := context.WithCancel(context.Background())
 	defer stopInformers()
-	api, ended, err := s.prepare(ctx, informerCtx.Done(), pol)
+	if err := s.readDriver(ctx); err != nil {
+		return err
+	}
+	token, err := writeToken(s.cfg.TokenFile)
 	if err != nil {
 		return err
 	}
-	s.api = api
+	// The Connect token is written before the JVM may start: spark-env.sh
+	// reads it when the Spark container starts.
 	stopConnect, err := s.startConnect(pol)
 	if err != nil {
 		return err
 	}
 	defer stopConnect()
-	stopAPI, err := s.serve(api)
+	// The JVM may start once the sidecar listens: its first request comes
+	// when its SparkContext builds the Kubernetes client, and one that
+	// comes before the cache is filled waits for it (apiGate).
+	gate := &apiGate{ready: make(chan struct{})}
+	stopAPI, err := s.listen(gate)
 	if err != nil {
 		return err
 	}
 	defer stopAPI()
+	api, ended, err := s.prepare(ctx, informerCtx.Done(), pol, token)
+	if err != nil {
+		return err
+	}
+	s.api = api
+	gate.open(api)
+	s.markReady(api)
 	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
 	return s.wait(ctx, ended)
 }
@@ -100,18 +124,10 @@ func (s *Sidecar) effectivePolicy() (*policy.Effective, error) {
 	return pol, nil
 }
 
-// prepare does what must happen before the JVM is served: it reads the
-// driver pod, writes the JVM's token and fills the informer cache. The
-// informers run until stopInformers is closed; ended is closed when the
-// Spark container ends.
-func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, pol *policy.Effective) (*API, <-chan struct{}, error) {
-	if err := s.readDriver(ctx); err != nil {
-		return nil, nil, err
-	}
-	token, err := writeToken(s.cfg.TokenFile)
-	if err != nil {
-		return nil, nil, err
-	}
+// prepare does what must happen before the JVM's requests are answered:
+// it fills the informer cache. The informers run until stopInformers is
+// closed; ended is closed when the Spark container ends.
+func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, pol *policy.Effective, token []byte) (*API, <-chan struct{}, error) {
 	st, ended, err := s.startInformers(ctx, stopInformers, pol)
 	if err != nil {
 		return nil, nil, err
@@ -145,9 +161,9 @@ func (s *Sidecar) readDriver(ctx context.Context) error {
 	return s.checkAdmitted(own)
 }
 
-// serve serves the API on cfg.Listen, plain HTTP and TLS on one port, and
-// marks the sidecar ready, until stop is called.
-func (s *Sidecar) serve(api *API) (stop func(), err error) {
+// listen serves h on cfg.Listen, plain HTTP and TLS on one port, until
+// stop is called, and writes the serving file that lets the JVM start.
+func (s *Sidecar) listen(h http.Handler) (stop func(), err error) {
 	cert, err := selfSignedCert(filepath.Join(filepath.Dir(s.cfg.TokenFile), "ca.crt"))
 	if err != nil {
 		return nil, fmt.Errorf("serving certificate: %w", err)
@@ -157,13 +173,50 @@ func (s *Sidecar) serve(api *API) (stop func(), err error) {
 		return nil, fmt.Errorf("SPARKLET_LISTEN %s: %w", s.cfg.Listen, err)
 	}
 	ln := &eitherListener{Listener: plain, tls: &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}}
-	srv := &http.Server{Handler: api, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(ln) }()
 	s.addr = ln.Addr().String()
+	if err := atomicfile.Write(s.servingFile(), []byte(s.addr), 0o444); err != nil {
+		_ = srv.Close()
+		return nil, fmt.Errorf("write %s: %w", s.servingFile(), err)
+	}
+	return func() { _ = srv.Close() }, nil
+}
+
+// markReady says that the sidecar answers the JVM's requests: Ready and
+// /readyz, its log and an Event.
+func (s *Sidecar) markReady(api *API) {
 	close(s.ready)
 	s.log.WithFields(logrus.Fields{"listen": s.addr, "executors": len(api.state.executors.all())}).Info("serving the JVM")
 	s.events.normal("SidecarReady", fmt.Sprintf("serving the Spark driver on %s for application %s", s.addr, s.appID))
-	return func() { _ = srv.Close() }, nil
+}
+
+// apiGate holds the JVM's requests until the API is ready to answer them,
+// or until the request's own context ends.
+type apiGate struct {
+	ready chan struct{}
+	api   *API
+}
+
+// open lets the requests through to api.
+func (g *apiGate) open(api *API) {
+	g.api = api
+	close(g.ready)
+}
+
+func (g *apiGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	select {
+	case <-g.ready:
+		g.api.ServeHTTP(w, r)
+	case <-r.Context().Done():
+	}
+}
+
+// servingFile is where the sidecar says that it serves the JVM, next to
+// the JVM's token: the conf init container waits for it
+// (patches.ServingFile).
+func (s *Sidecar) servingFile() string {
+	return filepath.Join(filepath.Dir(s.cfg.TokenFile), filepath.Base(patches.ServingFile))
 }
 
 // wait returns when the Spark container has ended or ctx is done, after

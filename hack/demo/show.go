@@ -20,7 +20,7 @@ func showInjected(pod *corev1.Pod) {
 	_ = json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st)
 	say("sparklet.io/status: version %s, application id %s, Spark container %q", st.Version, st.AppID, st.SparkContainer)
 	fmt.Println()
-	say("The sidecar, as a native sidecar (starts before the JVM, never holds up the pod's completion):")
+	say("The init containers: the sidecar as a native sidecar (starts before the JVM, never holds up the pod's completion), then the conf init container, which waits for it to listen:")
 	for _, c := range pod.Spec.InitContainers {
 		policy := "-"
 		if c.RestartPolicy != nil {

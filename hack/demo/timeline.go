@@ -109,6 +109,7 @@ type follower struct {
 	start         time.Time
 	appID         string
 	sidecarReady  bool
+	confDone      bool
 	driverRunning bool
 	seen          map[string]bool // executors seen Running
 	live          map[string]bool // executors not yet deleted
@@ -163,7 +164,11 @@ func (f *follower) observeDriver(p *corev1.Pod) {
 	for _, s := range p.Status.InitContainerStatuses {
 		if s.Name == patches.SidecarName && s.Started != nil && *s.Started && !f.sidecarReady {
 			f.sidecarReady = true
-			f.mark("sidecar started and ready (its startup probe passed), so the Spark container starts")
+			f.mark("sidecar running; the conf init container after it waits for it to listen")
+		}
+		if s.Name == patches.ConfInitName && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0 && !f.confDone {
+			f.confDone = true
+			f.mark("conf init container done: the sidecar listens and the Spark conf is written, so the Spark container starts")
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {

@@ -51,9 +51,13 @@ func Driver(pod *corev1.Pod) []string {
 	}
 
 	var sidecar *corev1.Container
+	sidecarAt, confAt := -1, -1
 	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == patches.SidecarName {
-			sidecar = &pod.Spec.InitContainers[i]
+		switch pod.Spec.InitContainers[i].Name {
+		case patches.SidecarName:
+			sidecar, sidecarAt = &pod.Spec.InitContainers[i], i
+		case patches.ConfInitName:
+			confAt = i
 		}
 	}
 	switch {
@@ -61,10 +65,12 @@ func Driver(pod *corev1.Pod) []string {
 		bad("no %s init container", patches.SidecarName)
 	case sidecar.RestartPolicy == nil || *sidecar.RestartPolicy != corev1.ContainerRestartPolicyAlways:
 		bad("%s is not a native sidecar (restartPolicy: Always)", patches.SidecarName)
-	case sidecar.StartupProbe == nil:
-		bad("%s has no startup probe", patches.SidecarName)
 	case !mountsVolume(*sidecar, patches.VolumeToken):
 		bad("%s does not mount the service-account token", patches.SidecarName)
+	case sidecar.StartupProbe == nil && (confAt < sidecarAt || !mountsVolume(pod.Spec.InitContainers[confAt], patches.VolumeJVM)):
+		// Without a startup probe, the conf init container after it is what
+		// holds the JVM back until the sidecar serves.
+		bad("%s has no startup probe and no %s after it that waits for it", patches.SidecarName, patches.ConfInitName)
 	}
 
 	var spark *corev1.Container
