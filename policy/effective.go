@@ -53,6 +53,9 @@ type Effective struct {
 	// Scheduling is the namespace's scheduling section if set, else the
 	// cluster's.
 	Scheduling Scheduling `json:"scheduling,omitzero"`
+	// History is the namespace's history section if set, else the
+	// cluster's; nil keeps no event logs.
+	History *History `json:"history,omitempty"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -93,6 +96,10 @@ func (p *Policy) For(namespace string) *Effective {
 		TokenContainers:    p.TokenContainers,
 		Mesh:               p.Mesh,
 		APIServerAudiences: p.APIServerAudiences,
+	}
+	e.History = p.History
+	if ns.History != nil {
+		e.History = ns.History
 	}
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {
