@@ -28,6 +28,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		PolicyJSON:     string(pol),
 		ConfSHA256:     p.confDigest,
 		AppPerJVM:      p.appPerJVM,
+		EventLogDir:    p.eventLogDir(),
 	}.EnvVars()
 	// The Go runtime collects harder as the heap nears the container's
 	// memory limit, instead of running into it: the sidecar's memory grows

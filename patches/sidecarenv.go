@@ -41,6 +41,9 @@ type SidecarEnv struct {
 	// AppPerJVM is set when every JVM of the Spark container is an
 	// application of its own (docs/connect.md); rendered only when set.
 	AppPerJVM bool
+	// EventLogDir is where the JVM writes the event logs the sidecar
+	// ships to the policy's history store; rendered only when set.
+	EventLogDir string
 }
 
 // EnvVars renders the env for the sidecar container.
@@ -58,6 +61,9 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 	}
 	if e.AppPerJVM {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvAppPerJVM, Value: "true"})
+	}
+	if e.EventLogDir != "" {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvEventLogDir, Value: e.EventLogDir})
 	}
 	return env
 }
@@ -91,6 +97,7 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		ConfSHA256:       get(vocab.EnvConfSHA256, ""),
 		SchedulingSHA256: get(vocab.EnvSchedulingSHA256, ""),
 		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
+		EventLogDir:      get(vocab.EnvEventLogDir, ""),
 	}
 }
 

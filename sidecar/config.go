@@ -25,6 +25,7 @@ type Config struct {
 	ConfSHA256       string // vocab.EnvConfSHA256: digest of the effective conf the webhook wrote
 	SchedulingSHA256 string // vocab.EnvSchedulingSHA256: digest of the sparklet.io/scheduling the webhook wrote
 	AppPerJVM        bool   // vocab.EnvAppPerJVM: every JVM of the Spark container is an application of its own
+	EventLogDir      string // vocab.EnvEventLogDir: the JVM's event logs, which the sidecar ships; empty for none
 	Kubeconfig       string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
 	CleanupTimeout time.Duration

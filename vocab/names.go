@@ -70,6 +70,7 @@ const (
 	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
 	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
 	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
+	EnvEventLogDir      = "SPARKLET_EVENT_LOG_DIR"     // the directory the JVM writes its event logs to, which the sidecar ships to the policy's history store; absent when it ships none
 )
 
 // The webhook's env in the other containers it injects or changes.

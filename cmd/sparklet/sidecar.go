@@ -39,7 +39,7 @@ func newSidecarCmd(a *app) *cobra.Command {
 	fs.DurationVar(&cfg.CleanupTimeout, "cleanup-timeout", 5*time.Second, "how long the deletes after the driver ends may take")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the metrics address")
 	fs.BoolVar(&cfg.AppPerJVM, "app-per-jvm", env.AppPerJVM, "every JVM of the Spark container is an application of its own (env "+vocab.EnvAppPerJVM+")")
-	cfg.PolicyJSON, cfg.ConfSHA256, cfg.SchedulingSHA256 = env.PolicyJSON, env.ConfSHA256, env.SchedulingSHA256
+	cfg.PolicyJSON, cfg.ConfSHA256, cfg.SchedulingSHA256, cfg.EventLogDir = env.PolicyJSON, env.ConfSHA256, env.SchedulingSHA256, env.EventLogDir
 	return cmd
 }
 
