@@ -50,10 +50,6 @@ const DefaultRollingMaxFileSize = "16m"
 // every supported Spark accepts (3.5 and 4.0: 10 MiB).
 const minRollingMaxFileSize = 10 << 20
 
-// HistoryS3Keys are the keys of history.s3.secretName's Secret the sidecar
-// reads; the session token is optional.
-var HistoryS3Keys = []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"}
-
 // history checks one history section.
 func (v *validator) history(at string, h *History) {
 	if h == nil {

@@ -81,7 +81,13 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	}
 	defer stopAPI()
 	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
-	return s.wait(ctx, ended)
+	logs, err := s.shipEventLogs(pol)
+	if err != nil {
+		return err
+	}
+	err = s.wait(ctx, ended)
+	s.finishEventLogs(logs)
+	return err
 }
 
 // effectivePolicy is the policy the webhook recorded, with the built-in

@@ -8,8 +8,8 @@
 // directory beside the root (the backend's "sidecar" metadata store), so
 // the root's file system needs no extended attributes.
 //
-// The root user's keys come from the environment, ROOT_ACCESS_KEY and
-// ROOT_SECRET_KEY, as versitygw's own command reads them.
+// The root user's keys are --access and --secret, or else the environment's
+// ROOT_ACCESS_KEY and ROOT_SECRET_KEY, as versitygw's own command reads them.
 package main
 
 import (
@@ -29,17 +29,18 @@ func main() {
 	root := flag.String("root", "", "directory whose subdirectories are the buckets")
 	metaDir := flag.String("meta", "", "directory for object metadata, outside --root")
 	listen := flag.String("listen", "", "S3 API address, host:port")
+	access := flag.String("access", os.Getenv("ROOT_ACCESS_KEY"), "the root user's access key id")
+	secret := flag.String("secret", os.Getenv("ROOT_SECRET_KEY"), "the root user's secret key")
 	flag.Parse()
-	if err := run(*root, *metaDir, *listen); err != nil {
+	if err := run(*root, *metaDir, *listen, *access, *secret); err != nil {
 		fmt.Fprintln(os.Stderr, "versitygw:", err)
 		os.Exit(1)
 	}
 }
 
-func run(root, metaDir, listen string) error {
-	access, secret := os.Getenv("ROOT_ACCESS_KEY"), os.Getenv("ROOT_SECRET_KEY")
+func run(root, metaDir, listen, access, secret string) error {
 	if root == "" || metaDir == "" || listen == "" || access == "" || secret == "" {
-		return fmt.Errorf("--root, --meta, --listen, ROOT_ACCESS_KEY and ROOT_SECRET_KEY are required")
+		return fmt.Errorf("--root, --meta, --listen, --access and --secret are required")
 	}
 	store, err := meta.NewSideCar(metaDir)
 	if err != nil {
