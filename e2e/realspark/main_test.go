@@ -10,12 +10,14 @@ import (
 	"github.com/sparklet/sparklet/hack/spark"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/fileserver"
+	"github.com/sparklet/sparklet/test/objectstore"
 )
 
 var (
 	env   *testenv.Env
 	dists []spark.Dist
 	files *fileserver.Server
+	store *objectstore.Store
 )
 
 func TestMain(m *testing.M) {
@@ -51,9 +53,15 @@ func TestMain(m *testing.M) {
 	}
 	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true, ImageConfDir: imageConf}, func(e *testenv.Env) error {
 		env = e
+		if store, err = startStore(context.Background(), policyDir); err != nil {
+			return err
+		}
 		files, err = serveFiles(context.Background(), policy)
 		return err
 	})
+	if store != nil {
+		store.Stop()
+	}
 	if files != nil {
 		files.Close()
 	}
