@@ -37,6 +37,7 @@ var (
 		{"annotations written by sparklet", warnWrittenBySparklet},
 		{"spark conf", layerConf},
 		{"event logs", planEventLogs},
+		{"log urls", planLogURLs},
 		{"allocator", refuseControllerAllocator},
 		{"limits", checkLimits},
 		{"images", checkImages},

@@ -56,6 +56,9 @@ type Effective struct {
 	// History is the namespace's history section if set, else the
 	// cluster's; nil keeps no event logs.
 	History *History `json:"history,omitempty"`
+	// ExecutorLogURL is logs.executorURL, the namespace's if its section
+	// is set.
+	ExecutorLogURL string `json:"executorLogURL,omitempty"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -100,6 +103,10 @@ func (p *Policy) For(namespace string) *Effective {
 	e.History = p.History
 	if ns.History != nil {
 		e.History = ns.History
+	}
+	e.ExecutorLogURL = p.Logs.ExecutorURL
+	if ns.Logs != nil {
+		e.ExecutorLogURL = ns.Logs.ExecutorURL
 	}
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {

@@ -53,6 +53,8 @@ type Policy struct {
 	Scheduling Scheduling `json:"scheduling,omitempty"`
 	// History keeps drivers' event logs in a store (docs/event-logs.md).
 	History *History `json:"history,omitempty"`
+	// Logs links the Spark UI to the platform's log system.
+	Logs Logs `json:"logs,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.
@@ -139,6 +141,8 @@ type Namespace struct {
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
 	// History replaces the cluster's history section when set.
 	History *History `json:"history,omitempty"`
+	// Logs replaces the cluster's logs section when set.
+	Logs *Logs `json:"logs,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

@@ -3,6 +3,7 @@ package realspark
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"os"
 	"path"
 	"path/filepath"
@@ -76,7 +77,8 @@ func startEventLogJob(t *testing.T, d spark.Dist, job sleepy) (ns, appID string)
 
 // TestEventLogs runs a job whose event log the sidecar ships into the
 // store: complete (the application's end event in its last file, the
-// complete app status, no in-progress one) and rolled into several files.
+// complete app status, no in-progress one) and rolled into several files,
+// with the executor's log link from the policy's template.
 // The JVM holds no storage credential: not in its environment, not in
 // its conf, and the Secret's files are not in its mount namespace, where
 // the sidecar's are.
@@ -108,6 +110,7 @@ func TestEventLogs(t *testing.T) {
 			if !bytes.Contains(last, []byte(`"Event":"SparkListenerApplicationEnd"`)) {
 				t.Errorf("the last event file %s has no SparkListenerApplicationEnd: the log is not complete", events[len(events)-1])
 			}
+			checkExecutorLogURL(t, readEvents(t, events[0]), ns, appID)
 		})
 	}
 }
@@ -161,6 +164,34 @@ func TestEventLogsDriverKilled(t *testing.T) {
 			waitPod(t, ns, sleepyDriver, "finished", time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 		})
 	}
+}
+
+// checkExecutorLogURL checks that the executor's SparkListenerExecutorAdded
+// event carries the link testdata/policy.yaml's logs.executorURL makes of
+// its attributes: its namespace, pod name, application and executor id.
+func checkExecutorLogURL(t *testing.T, events []byte, ns, appID string) {
+	t.Helper()
+	for _, line := range bytes.Split(events, []byte("\n")) {
+		if !bytes.Contains(line, []byte(`"Event":"SparkListenerExecutorAdded"`)) {
+			continue
+		}
+		var added struct {
+			ID   string `json:"Executor ID"`
+			Info struct {
+				LogURLs map[string]string `json:"Log Urls"`
+			} `json:"Executor Info"`
+		}
+		if err := json.Unmarshal(line, &added); err != nil {
+			t.Fatal(err)
+		}
+		prefix := "https://logs.example.com/" + ns + "/"
+		want := "?app=" + appID + "&exec=" + added.ID
+		if u := added.Info.LogURLs["log"]; !strings.HasPrefix(u, prefix) || !strings.HasSuffix(u, want) || strings.Contains(u, "{{") {
+			t.Errorf("executor %s's log links %v, want {\"log\": \"%s<pod>%s\"}", added.ID, added.Info.LogURLs, prefix, want)
+		}
+		return
+	}
+	t.Errorf("no SparkListenerExecutorAdded in the first event file")
 }
 
 // checkNoCredential checks that the running JVM has no storage credential

@@ -1,0 +1,38 @@
+package policy
+
+import (
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Logs links the Spark UI to the platform's log system (docs/event-logs.md).
+type Logs struct {
+	// ExecutorURL is spark.ui.custom.executor.log.url, unless the pod sets
+	// its own: the link on the Spark UI's and the history server's
+	// executors page. Its {{...}} placeholders are ExecutorLogPlaceholders,
+	// which the sidecar gives each executor as Spark's executor attributes.
+	ExecutorURL string `json:"executorURL,omitempty"`
+}
+
+// ExecutorLogPlaceholders are the {{...}} an executor log URL may use.
+var ExecutorLogPlaceholders = []string{"APP_ID", "CONTAINER_NAME", "EXECUTOR_ID", "NAMESPACE", "NODE_NAME", "POD_NAME"}
+
+// placeholder matches {{NAME}} as Spark's ExecutorLogUrlHandler does.
+var placeholder = regexp.MustCompile(`\{\{([A-Za-z0-9_\-]+)\}\}`)
+
+// logs checks one logs section.
+func (v *validator) logs(at string, l *Logs) {
+	if l == nil || l.ExecutorURL == "" {
+		return
+	}
+	u := l.ExecutorURL
+	if !strings.HasPrefix(u, "https://") && !strings.HasPrefix(u, "http://") {
+		v.add(at+".executorURL", "%q: want an http:// or https:// URL, e.g. \"https://logs.example.com/{{NAMESPACE}}/{{POD_NAME}}\"", u)
+	}
+	for _, m := range placeholder.FindAllStringSubmatch(u, -1) {
+		if !slices.Contains(ExecutorLogPlaceholders, m[1]) {
+			v.add(at+".executorURL", "{{%s}} is no executor attribute sparklet sets; use {{%s}}", m[1], strings.Join(ExecutorLogPlaceholders, "}}, {{"))
+		}
+	}
+}
