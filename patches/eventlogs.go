@@ -76,6 +76,7 @@ func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 	if !p.shipEventLogs {
 		return nil
 	}
+	shareEventLogGroup(pod, p)
 	var sc *corev1.Container
 	for i := range pod.Spec.InitContainers {
 		if pod.Spec.InitContainers[i].Name == SidecarName {
@@ -103,4 +104,34 @@ func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 			mount(sc, corev1.VolumeMount{Name: VolumeHistoryCred, MountPath: HistoryCredentialDir, ReadOnly: true}))
 	}
 	return nil
+}
+
+// shareEventLogGroup lets the sidecar read what the JVM writes. Spark makes
+// the event-log directory and files mode 770 (LOG_FILE_PERMISSIONS in
+// EventLogFileWriters.scala, 3.5.9 to 4.3.0), owned by the JVM's user (185
+// in apache/spark images), and the sidecar runs as 65532. With a pod
+// fsGroup the kubelet makes the emptyDir group-owned by it and setgid, so
+// the JVM's files get that group, which every container of the pod has as
+// a supplementary group. A pod's own fsGroup is kept. A pod without one
+// gets the sidecar's group, unless it mounts storage whose files the
+// kubelet would then chown (a PVC, a CSI or ephemeral volume): that pod is
+// left alone and its user told to set an fsGroup.
+func shareEventLogGroup(pod *corev1.Pod, p *plan) {
+	sc := pod.Spec.SecurityContext
+	if sc != nil && sc.FSGroup != nil {
+		return
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.CSI != nil || v.Ephemeral != nil {
+			p.warn(fmt.Sprintf("the pod has no securityContext.fsGroup and mounts volume %q, whose files sparklet will not have the kubelet chown; "+
+				"set an fsGroup, or the sidecar cannot read the event logs the JVM writes (mode 770) and ships none", v.Name))
+			return
+		}
+	}
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
+		pod.Spec.SecurityContext = sc
+	}
+	gid := sidecarUID
+	sc.FSGroup = &gid
 }

@@ -116,3 +116,38 @@ func sidecarOf(t *testing.T, pod *corev1.Pod) corev1.Container {
 	t.Fatal("no sidecar")
 	return corev1.Container{}
 }
+
+// The pod gets an fsGroup so that the sidecar reads the JVM's 770 files,
+// unless it has its own or mounts storage the kubelet would chown.
+func TestEventLogsShareAGroup(t *testing.T) {
+	own := int64(1000)
+	for name, tc := range map[string]struct {
+		mod     func(*corev1.Pod)
+		want    *int64
+		warning string
+	}{
+		"none": {mod: func(*corev1.Pod) {}, want: new(int64(65532))},
+		"own":  {mod: func(p *corev1.Pod) { p.Spec.SecurityContext = &corev1.PodSecurityContext{FSGroup: &own} }, want: &own},
+		"a PVC": {mod: func(p *corev1.Pod) {
+			p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
+		}, warning: `mounts volume "data"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pod := driverPod(tc.mod)
+			res, err := Driver(pod, Input{Namespace: "spark-jobs", Policy: mustPolicy(t, historyPolicy), Version: "test", AppID: "spark-test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got *int64
+			if pod.Spec.SecurityContext != nil {
+				got = pod.Spec.SecurityContext.FSGroup
+			}
+			if (got == nil) != (tc.want == nil) || got != nil && *got != *tc.want {
+				t.Errorf("fsGroup = %v, want %v", got, tc.want)
+			}
+			if w := strings.Join(res.Warnings, "\n"); (tc.warning == "") != (w == "") || !strings.Contains(w, tc.warning) {
+				t.Errorf("warnings %q, want one with %q", res.Warnings, tc.warning)
+			}
+		})
+	}
+}
