@@ -112,7 +112,7 @@ func (s *Shipper) pass(ctx context.Context, final bool) error {
 }
 
 // ship uploads one file, then drops the in-progress app status a complete
-// one replaces.
+// one replaces, also when an earlier sidecar shipped it.
 func (s *Shipper) ship(ctx context.Context, f file) error {
 	key := s.key(f.rel)
 	start := time.Now()
@@ -124,24 +124,21 @@ func (s *Shipper) ship(ctx context.Context, f file) error {
 	if err := s.Store.Put(ctx, key, body, f.size); err != nil {
 		return fmt.Errorf("put %s: %w", key, err)
 	}
+	if name := path.Base(f.rel); strings.HasPrefix(name, appStatusPrefix) && !strings.HasSuffix(name, inProgress) {
+		if err := s.Store.Delete(ctx, key+inProgress); err != nil {
+			return fmt.Errorf("delete %s: %w", key+inProgress, err)
+		}
+	}
 	s.mu.Lock()
 	if s.shipped == nil {
 		s.shipped = map[string]file{}
 	}
 	s.shipped[f.rel] = f
+	delete(s.shipped, f.rel+inProgress)
 	delete(s.retry, f.rel)
-	_, stale := s.shipped[f.rel+inProgress]
 	s.mu.Unlock()
 	if s.Shipped != nil {
 		s.Shipped(key, f.size, time.Since(start))
-	}
-	if stale && strings.HasPrefix(path.Base(f.rel), appStatusPrefix) {
-		if err := s.Store.Delete(ctx, key+inProgress); err != nil {
-			return fmt.Errorf("delete %s: %w", key+inProgress, err)
-		}
-		s.mu.Lock()
-		delete(s.shipped, f.rel+inProgress)
-		s.mu.Unlock()
 	}
 	return nil
 }

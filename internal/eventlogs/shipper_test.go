@@ -194,3 +194,19 @@ func TestShipperRunShipsRolledFiles(t *testing.T) {
 		t.Errorf("the file the JVM still writes was shipped")
 	}
 }
+
+// A sidecar restarted after the JVM's log was shipped as in progress still
+// drops that status once the complete one is in.
+func TestShipperRestartedDropsStaleStatus(t *testing.T) {
+	dir := t.TempDir()
+	stale := "logs/prod/eventlog_v2_spark-6/appstatus_spark-6.inprogress"
+	store := &memStore{objects: map[string]string{stale: ""}}
+	write(t, dir, "eventlog_v2_spark-6/events_1_spark-6", "x")
+	write(t, dir, "eventlog_v2_spark-6/appstatus_spark-6", "")
+	if err := newShipper(dir, store).pass(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := store.keys(), []string{"logs/prod/eventlog_v2_spark-6/appstatus_spark-6", "logs/prod/eventlog_v2_spark-6/events_1_spark-6"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("store holds %q, want %q", got, want)
+	}
+}
