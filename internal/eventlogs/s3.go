@@ -63,12 +63,22 @@ func NewS3(c S3Config) (*S3, error) {
 // minio-go turns a large one into a multipart upload.
 func (s *S3) Put(ctx context.Context, key string, body io.Reader, size int64) error {
 	_, err := s.client.PutObject(ctx, s.bucket, key, body, size, minio.PutObjectOptions{ContentType: "application/octet-stream"})
-	return err
+	return permanent(err)
 }
 
 // Delete removes one object; a missing one is no error.
 func (s *S3) Delete(ctx context.Context, key string) error {
-	return s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{})
+	return permanent(s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}))
+}
+
+// permanent marks with ErrPermanent the S3 errors that say the credential
+// or the bucket is wrong.
+func permanent(err error) error {
+	switch minio.ToErrorResponse(err).Code {
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "NoSuchBucket", "InvalidBucketName":
+		return fmt.Errorf("%w: %w", ErrPermanent, err)
+	}
+	return err
 }
 
 // fileCredentials reads the credential from a mounted Secret's files.

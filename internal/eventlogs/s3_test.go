@@ -2,6 +2,7 @@ package eventlogs_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -68,4 +69,19 @@ func TestS3IntoVersityGW(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("store lists %+v, want %+v (the in-progress status replaced by the complete one)", got, want)
 	}
+
+	// A wrong secret key is refused for good: Finish gives up at once.
+	if err := os.WriteFile(filepath.Join(creds, "AWS_SECRET_ACCESS_KEY"), []byte("wrong"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	wrong, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: store.Endpoint, Bucket: "history", CredentialDir: creds})
+	if err != nil {
+		t.Fatal(err)
+	}
+	refused := &eventlogs.Shipper{Dir: dir, Prefix: "other", Store: wrong, Interval: time.Second, Backoff: time.Second, MaxBackoff: time.Minute}
+	start := time.Now()
+	if err := refused.Finish(ctx); !errors.Is(err, eventlogs.ErrPermanent) {
+		t.Errorf("Finish with a wrong secret key = %v, want an ErrPermanent", err)
+	}
+	t.Logf("a wrong secret key given up after %v", time.Since(start).Round(time.Millisecond))
 }

@@ -39,12 +39,18 @@ type Shipper struct {
 	retry   map[string]retry
 }
 
+// ErrPermanent marks a store's error that retrying will not cure, such as
+// a refused credential or a missing bucket. Finish gives up at once when
+// every file it could not ship failed with one.
+var ErrPermanent = errors.New("retrying will not help")
+
 // errWaiting stands for a file that failed before and waits for its retry.
 var errWaiting = errors.New("waiting to retry")
 
 type retry struct {
 	at   time.Time
 	wait time.Duration
+	err  error // the last
 }
 
 // Run ships finished files every Interval until ctx ends.
@@ -67,8 +73,8 @@ func (s *Shipper) Run(ctx context.Context) {
 func (s *Shipper) Finish(ctx context.Context) error {
 	for {
 		err := s.pass(ctx, true)
-		if err == nil {
-			return nil
+		if err == nil || s.hopeless() {
+			return err
 		}
 		wait := s.nextRetry()
 		select {
@@ -174,11 +180,24 @@ func (s *Shipper) failed(rel string, err error) {
 	r := s.retry[rel]
 	r.wait = min(max(2*r.wait, s.Backoff), s.MaxBackoff)
 	r.at = time.Now().Add(r.wait)
+	r.err = err
 	s.retry[rel] = r
 	s.mu.Unlock()
 	if s.Failed != nil {
 		s.Failed(s.key(rel), err)
 	}
+}
+
+// hopeless tells whether every file that failed last failed for good.
+func (s *Shipper) hopeless() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range s.retry {
+		if !errors.Is(r.err, ErrPermanent) {
+			return false
+		}
+	}
+	return len(s.retry) > 0
 }
 
 // nextRetry is how long until the first failed file is due again.

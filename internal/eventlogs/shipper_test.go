@@ -3,6 +3,7 @@ package eventlogs
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -210,3 +211,27 @@ func TestShipperRestartedDropsStaleStatus(t *testing.T) {
 		t.Errorf("store holds %q, want %q", got, want)
 	}
 }
+
+// Finish gives up at once on errors retrying will not cure.
+func TestShipperFinishGivesUpOnPermanentErrors(t *testing.T) {
+	dir := t.TempDir()
+	write(t, dir, "eventlog_v2_spark-7/events_1_spark-7", "x")
+	s := newShipper(dir, refusing{})
+	s.MaxBackoff = time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Finish(ctx); !errors.Is(err, ErrPermanent) {
+		t.Fatalf("Finish = %v, want an ErrPermanent", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("Finish took %v on a refused credential, want it to give up at once", took)
+	}
+}
+
+type refusing struct{}
+
+func (refusing) Put(context.Context, string, io.Reader, int64) error {
+	return fmt.Errorf("%w: AccessDenied", ErrPermanent)
+}
+func (refusing) Delete(context.Context, string) error { return nil }
