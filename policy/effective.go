@@ -59,6 +59,9 @@ type Effective struct {
 	// ExecutorLogURL is logs.executorURL, the namespace's if its section
 	// is set.
 	ExecutorLogURL string `json:"executorLogURL,omitempty"`
+	// KeepFailedExecutorsSeconds is logs.keepFailedExecutorsSeconds, the
+	// namespace's if its section is set.
+	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -104,10 +107,11 @@ func (p *Policy) For(namespace string) *Effective {
 	if ns.History != nil {
 		e.History = ns.History
 	}
-	e.ExecutorLogURL = p.Logs.ExecutorURL
+	logs := p.Logs
 	if ns.Logs != nil {
-		e.ExecutorLogURL = ns.Logs.ExecutorURL
+		logs = *ns.Logs
 	}
+	e.ExecutorLogURL, e.KeepFailedExecutorsSeconds = logs.ExecutorURL, logs.KeepFailedExecutorsSeconds
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {
 		e.Scheduling = *ns.Scheduling

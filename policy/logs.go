@@ -13,6 +13,11 @@ type Logs struct {
 	// executors page. Its {{...}} placeholders are ExecutorLogPlaceholders,
 	// which the sidecar gives each executor as Spark's executor attributes.
 	ExecutorURL string `json:"executorURL,omitempty"`
+	// KeepFailedExecutorsSeconds keeps a failed executor pod that long
+	// after its JVM asks to delete it, so that `kubectl logs` works on it;
+	// the sidecar deletes it then, or leaves it to its owner, the driver
+	// pod, when the driver has ended first. 0 deletes it at once.
+	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
 }
 
 // ExecutorLogPlaceholders are the {{...}} an executor log URL may use.
@@ -23,7 +28,13 @@ var placeholder = regexp.MustCompile(`\{\{([A-Za-z0-9_\-]+)\}\}`)
 
 // logs checks one logs section.
 func (v *validator) logs(at string, l *Logs) {
-	if l == nil || l.ExecutorURL == "" {
+	if l == nil {
+		return
+	}
+	if k := l.KeepFailedExecutorsSeconds; k < 0 || k > 7*24*3600 {
+		v.add(at+".keepFailedExecutorsSeconds", "must be between 0 and 604800 (a week), got %d", k)
+	}
+	if l.ExecutorURL == "" {
 		return
 	}
 	u := l.ExecutorURL

@@ -123,6 +123,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 		state: st, metrics: s.metrics, log: s.log, server: serverVersion(ctx, s.client),
 	}
 	api.alloc = newAllocator(s.client, st, s.driver, pol, s.cfg.Namespace, s.apps, s.events, s.metrics, s.log)
+	api.keeper = newKeeper(s.client, s.cfg.Namespace, pol.KeepFailedExecutorsSeconds, s.log)
 	return api, ended, nil
 }
 
