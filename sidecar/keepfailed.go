@@ -46,21 +46,26 @@ func (k *keeper) keep(pod *cachedPod) bool {
 		return false
 	}
 	k.mu.Lock()
-	defer k.mu.Unlock()
 	if k.kept[pod.Name] {
+		k.mu.Unlock()
 		return true
 	}
-	until := time.Now().Add(k.window)
+	k.kept[pod.Name] = true
+	k.mu.Unlock()
+	// The label holds whole seconds; the window never ends before it says.
+	until := time.Now().Add(k.window + time.Second - 1).Truncate(time.Second)
 	patch := fmt.Sprintf(`{"metadata":{"uid":%q,"labels":{%q:%q}}}`, pod.UID, vocab.LabelKeptUntil, strconv.FormatInt(until.Unix(), 10))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if _, err := k.client.Pods(k.namespace).Patch(ctx, pod.Name, types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
 		k.log.WithError(err).WithField("pod", pod.Name).Warn("could not label a failed executor to keep it; deleting it now")
+		k.mu.Lock()
+		delete(k.kept, pod.Name)
+		k.mu.Unlock()
 		return false
 	}
-	k.kept[pod.Name] = true
 	k.log.WithFields(logrus.Fields{"pod": pod.Name, "until": until.UTC().Format(time.RFC3339)}).Info("keeping a failed executor for its logs")
-	time.AfterFunc(k.window, func() { k.delete(pod.Name, pod.UID) })
+	time.AfterFunc(time.Until(until), func() { k.delete(pod.Name, pod.UID) })
 	return true
 }
 
