@@ -60,6 +60,9 @@ func eventLogJob(sleepMS int) sleepy {
 // namespace and the application id once the JVM runs.
 func startEventLogJob(t *testing.T, d spark.Dist, job sleepy) (ns, appID string) {
 	t.Helper()
+	if store == nil {
+		t.Fatalf("no object store: %v", storeErr)
+	}
 	ns = namespace(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
