@@ -20,6 +20,14 @@ type Logs struct {
 	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
 }
 
+// MaxKeepFailedExecutorsSeconds stays below the 180 s after which Spark
+// forgets an executor it removed (ExecutorPodsLifecycleManager's
+// removedExecutorsCache: 3 minutes in 3.5.9,
+// spark.kubernetes.executor.deletedExecutorsCacheTimeout from 4.1): a pod
+// the JVM still sees after that is removed again, and 4.x counts it as
+// another executor failure (ExecutorFailureTracker).
+const MaxKeepFailedExecutorsSeconds = 170
+
 // ExecutorLogPlaceholders are the {{...}} an executor log URL may use.
 var ExecutorLogPlaceholders = []string{"APP_ID", "CONTAINER_NAME", "EXECUTOR_ID", "NAMESPACE", "NODE_NAME", "POD_NAME"}
 
@@ -31,8 +39,9 @@ func (v *validator) logs(at string, l *Logs) {
 	if l == nil {
 		return
 	}
-	if k := l.KeepFailedExecutorsSeconds; k < 0 || k > 7*24*3600 {
-		v.add(at+".keepFailedExecutorsSeconds", "must be between 0 and 604800 (a week), got %d", k)
+	if k := l.KeepFailedExecutorsSeconds; k < 0 || k > MaxKeepFailedExecutorsSeconds {
+		v.add(at+".keepFailedExecutorsSeconds", "must be between 0 and %d, got %d: the JVM still sees a kept pod, and Spark forgets "+
+			"a removed executor after 180 s, then removes it again and on 4.x counts another executor failure", MaxKeepFailedExecutorsSeconds, k)
 	}
 	if l.ExecutorURL == "" {
 		return
