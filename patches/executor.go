@@ -57,6 +57,7 @@ func Executor(pod *corev1.Pod, in ExecutorInput) (ExecutorResult, error) {
 		return ExecutorResult{}, err
 	}
 	applyCredentials(pod, c, pol.CredentialsFor("executor"))
+	addLogAttributes(c, pol.ExecutorLogURL)
 	if err := checkContainerLimits(c, pol.Limits.Executor, "executor"); err != nil {
 		r := err.(*Refused)
 		return ExecutorResult{}, &Refused{Reason: r.Reason, Field: r.Field, Message: fmt.Sprintf("executor %q: %s", pod.Name, r.Message)}

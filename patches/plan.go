@@ -47,6 +47,9 @@ type plan struct {
 	// own (planLocalDirs).
 	localDirs    []localDir
 	localDirsEnv string
+	// shipEventLogs is set when the JVM writes its event logs where the
+	// sidecar ships them from (planEventLogs).
+	shipEventLogs bool
 	// warnings are for the user: what sparklet could not check or did not
 	// apply, returned with the admission response.
 	warnings []string

@@ -46,6 +46,9 @@ type SidecarEnv struct {
 	// them, and the JVM's port on 127.0.0.1; rendered only when set.
 	ConnectListen  string
 	ConnectBackend string
+	// EventLogDir is where the JVM writes the event logs the sidecar
+	// ships to the policy's history store; rendered only when set.
+	EventLogDir string
 }
 
 // EnvVars renders the env for the sidecar container.
@@ -67,6 +70,9 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 	if e.ConnectListen != "" {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectListen, Value: e.ConnectListen},
 			corev1.EnvVar{Name: vocab.EnvConnectBackend, Value: e.ConnectBackend})
+	}
+	if e.EventLogDir != "" {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvEventLogDir, Value: e.EventLogDir})
 	}
 	return env
 }
@@ -102,6 +108,7 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
 		ConnectListen:    get(vocab.EnvConnectListen, ""),
 		ConnectBackend:   get(vocab.EnvConnectBackend, ""),
+		EventLogDir:      get(vocab.EnvEventLogDir, ""),
 	}
 }
 

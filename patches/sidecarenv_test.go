@@ -23,7 +23,7 @@ func lookupIn(env []corev1.EnvVar) func(string) (string, bool) {
 
 func TestSidecarEnvRoundTrip(t *testing.T) {
 	want := SidecarEnv{PodName: "pi", Namespace: "spark-jobs", Listen: "127.0.0.1:9000", MetricsListen: ":9001",
-		TokenFile: "/tmp/token", SparkContainer: "spark", PolicyJSON: `{"namespace":"spark-jobs"}`, ConfSHA256: "abc", SchedulingSHA256: "def"}
+		TokenFile: "/tmp/token", SparkContainer: "spark", PolicyJSON: `{"namespace":"spark-jobs"}`, ConfSHA256: "abc", SchedulingSHA256: "def", EventLogDir: "/var/logs"}
 	if got := ParseSidecarEnv(lookupIn(want.EnvVars())); got != want {
 		t.Errorf("read back %+v, want %+v", got, want)
 	}

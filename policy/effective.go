@@ -53,6 +53,15 @@ type Effective struct {
 	// Scheduling is the namespace's scheduling section if set, else the
 	// cluster's.
 	Scheduling Scheduling `json:"scheduling,omitzero"`
+	// History is the namespace's history section if set, else the
+	// cluster's; nil keeps no event logs.
+	History *History `json:"history,omitempty"`
+	// ExecutorLogURL is logs.executorURL, the namespace's if its section
+	// is set.
+	ExecutorLogURL string `json:"executorLogURL,omitempty"`
+	// KeepFailedExecutorsSeconds is logs.keepFailedExecutorsSeconds, the
+	// namespace's if its section is set.
+	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -94,6 +103,15 @@ func (p *Policy) For(namespace string) *Effective {
 		Mesh:               p.Mesh,
 		APIServerAudiences: p.APIServerAudiences,
 	}
+	e.History = p.History
+	if ns.History != nil {
+		e.History = ns.History
+	}
+	logs := p.Logs
+	if ns.Logs != nil {
+		logs = *ns.Logs
+	}
+	e.ExecutorLogURL, e.KeepFailedExecutorsSeconds = logs.ExecutorURL, logs.KeepFailedExecutorsSeconds
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {
 		e.Scheduling = *ns.Scheduling

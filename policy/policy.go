@@ -51,6 +51,10 @@ type Policy struct {
 	Mesh Mesh `json:"mesh,omitempty"`
 	// Scheduling selects a batch scheduler (docs/scheduling.md).
 	Scheduling Scheduling `json:"scheduling,omitempty"`
+	// History keeps drivers' event logs in a store (docs/event-logs.md).
+	History *History `json:"history,omitempty"`
+	// Logs links the Spark UI to the platform's log system.
+	Logs Logs `json:"logs,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.
@@ -135,6 +139,10 @@ type Namespace struct {
 	UI *UI `json:"ui,omitempty"`
 	// Scheduling replaces the cluster's scheduling section when set.
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
+	// History replaces the cluster's history section when set.
+	History *History `json:"history,omitempty"`
+	// Logs replaces the cluster's logs section when set.
+	Logs *Logs `json:"logs,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

@@ -49,6 +49,8 @@ func (p *Policy) Validate() error {
 	}
 	v.mesh("mesh", p.Mesh)
 	v.uiIngress("ui.ingress", p.UI.Ingress)
+	v.history("history", p.History)
+	v.logs("logs", &p.Logs)
 	v.scheduling("scheduling", p.Scheduling, schedulerNames(p.Driver, p.Executor))
 	if p.LocalDirs.Count < 0 || p.LocalDirs.Count > 16 {
 		v.add("localDirs.count", "must be between 0 and 16, got %d", p.LocalDirs.Count)
@@ -80,6 +82,8 @@ func (p *Policy) Validate() error {
 		if ns.UI != nil {
 			v.uiIngress(at+".ui.ingress", ns.UI.Ingress)
 		}
+		v.history(at+".history", ns.History)
+		v.logs(at+".logs", ns.Logs)
 		if ns.Scheduling != nil && p.Scheduling.Enforce && ns.Scheduling.BatchScheduler != p.Scheduling.BatchScheduler {
 			v.add(at+".scheduling.batchScheduler", "%q, but the cluster's scheduling enforces %q; set it to %q or remove it", ns.Scheduling.BatchScheduler, p.Scheduling.BatchScheduler, p.Scheduling.BatchScheduler)
 		}

@@ -27,6 +27,7 @@ type API struct {
 	client    kubecore.Interface
 	state     *state
 	alloc     *allocator
+	keeper    *keeper // failed executors kept for their logs
 	metrics   *metrics
 	log       *logrus.Entry
 	server    *version.Info

@@ -87,7 +87,7 @@ func TestAppPerJVM(t *testing.T) {
 		t.Fatalf("first executor: %d %s", code, body)
 	}
 	h.waitListed("spark-app-selector%3D"+jvm1+"%2Cspark-role%3Dexecutor", 1)
-	h.waitCollectionDelete("pods", all+",spark-app-selector!="+jvm1+",spark-role=executor")
+	h.waitCollectionDelete("pods", all+",spark-app-selector!="+jvm1+",spark-role=executor,!"+vocab.LabelKeptUntil)
 
 	// Another driver's application id is refused.
 	if code, body := h.do("GET", "/api/v1/namespaces/spark/pods?watch=false&labelSelector=spark-app-selector%3Dspark-other", "", nil); code != 403 ||
@@ -109,7 +109,7 @@ func TestAppPerJVM(t *testing.T) {
 	for _, r := range []string{"pods", "configmaps", "persistentvolumeclaims"} {
 		sel := all
 		if r == "pods" {
-			sel += ",spark-role=executor"
+			sel += ",spark-role=executor,!" + vocab.LabelKeptUntil
 		}
 		h.waitCollectionDelete(r, sel)
 	}
@@ -142,7 +142,7 @@ func TestAppPerJVM(t *testing.T) {
 		t.Fatalf("sidecar: %v", err)
 	}
 	h.done <- nil // for the cleanup hook
-	h.waitCollectionDelete("pods", all+",spark-role=executor")
+	h.waitCollectionDelete("pods", all+",spark-role=executor,!"+vocab.LabelKeptUntil)
 }
 
 // TestAppPerJVMSidecarRestarted: a sidecar that starts while a JVM runs
@@ -167,7 +167,7 @@ func TestAppPerJVMSidecarRestarted(t *testing.T) {
 
 	h.waitListed("spark-app-selector%3D"+running+"%2Cspark-role%3Dexecutor", 1)
 	all := vocab.LabelDriverApp + "=" + testApp
-	h.waitCollectionDelete("pods", all+",spark-app-selector!="+running+",spark-role=executor")
+	h.waitCollectionDelete("pods", all+",spark-app-selector!="+running+",spark-role=executor,!"+vocab.LabelKeptUntil)
 	for _, sel := range h.collectionDeletes("pods") {
 		if !strings.Contains(sel, "!="+running) {
 			t.Errorf("collection delete %q would delete the running JVM's executors", sel)

@@ -42,7 +42,8 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 
 // cleanup deletes the executor pods, executor ConfigMaps and PVCs that sel
 // selects (apps.all, apps.others): what Spark's own stop() would delete had
-// the JVM stopped cleanly.
+// the JVM stopped cleanly. Failed executors kept for their logs (keeper)
+// stay with their owner, the driver pod.
 func cleanup(ctx context.Context, client kubecore.Interface, namespace string, sel labels.Selector) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}
@@ -53,7 +54,7 @@ func cleanup(ctx context.Context, client kubecore.Interface, namespace string, s
 		run  func() error
 	}{
 		{"executor pods", func() error {
-			return client.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + vocab.LabelRole + "=executor"})
+			return client.Pods(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app + "," + vocab.LabelRole + "=executor,!" + vocab.LabelKeptUntil})
 		}},
 		{"executor ConfigMaps", func() error {
 			return client.ConfigMaps(namespace).DeleteCollection(ctx, opts, metav1.ListOptions{LabelSelector: app})

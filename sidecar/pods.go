@@ -99,6 +99,10 @@ func (a *API) deletePod(w http.ResponseWriter, req *request) {
 		return
 	}
 	a.state.ends.release(req.name)
+	if a.keeper.keep(pod) {
+		writePod(w, http.StatusOK, pod)
+		return
+	}
 	if err := a.client.Pods(a.namespace).Delete(req.Context(), req.name, opts); err != nil {
 		writeError(w, err)
 		return
@@ -135,6 +139,9 @@ func (a *API) deletePods(w http.ResponseWriter, req *request) {
 		sem <- struct{}{}
 		go func(i int) {
 			defer func() { <-sem; wg.Done() }()
+			if a.keeper.keep(list[i]) {
+				return
+			}
 			err := a.client.Pods(a.namespace).Delete(req.Context(), list[i].Name, opts)
 			if err != nil && !apierrors.IsNotFound(err) {
 				errs[i] = err

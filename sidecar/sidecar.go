@@ -110,7 +110,13 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	gate.open(api)
 	s.markReady(api)
 	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
-	return s.wait(ctx, ended)
+	logs, err := s.shipEventLogs(pol)
+	if err != nil {
+		return err
+	}
+	err = s.wait(ctx, ended)
+	s.finishEventLogs(logs)
+	return err
 }
 
 // effectivePolicy is the policy the webhook recorded, with the built-in
@@ -138,6 +144,7 @@ func (s *Sidecar) prepare(ctx context.Context, stopInformers <-chan struct{}, po
 		state: st, metrics: s.metrics, log: s.log, server: serverVersion(ctx, s.client),
 	}
 	api.alloc = newAllocator(s.client, st, s.driver, pol, s.cfg.Namespace, s.apps, s.events, s.metrics, s.log)
+	api.keeper = newKeeper(s.client, s.cfg.Namespace, pol.KeepFailedExecutorsSeconds, s.log)
 	return api, ended, nil
 }
 

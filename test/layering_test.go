@@ -32,7 +32,7 @@ var pure = []purity{
 	{pkg: "patches", project: []string{"policy", "fetch/spec", "patches/submitargs", "patches/sparkconf", "vocab"}, external: []string{"k8s.io/", "sigs.k8s.io/"}},
 	{pkg: "patches/submitargs", project: []string{}, external: []string{}},
 	{pkg: "patches/sparkconf", project: []string{}, external: []string{}},
-	{pkg: "policy", project: []string{"fetch/spec", "vocab"}},
+	{pkg: "policy", project: []string{"fetch/spec", "patches/sparkconf", "vocab"}},
 	{pkg: "vocab", project: []string{}, external: []string{}},
 	// The schedulers run next to the control plane, never on sparklet's
 	// own code, so what they decide is theirs.

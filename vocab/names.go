@@ -14,9 +14,10 @@ const AnnotationExitException = "spark.exit-exception" // Spark writes the excep
 
 // sparklet's labels.
 const (
-	LabelInject  = "sparklet.io/inject"  // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
-	LabelManaged = "sparklet.io/managed" // the sidecar writes "true" on the executors it created; operators select them with it
-	LabelUIFor   = "sparklet.io/ui-for"  // the sidecar writes the driver's name on its Spark UI Service; the sidecar reads it
+	LabelInject    = "sparklet.io/inject"     // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
+	LabelManaged   = "sparklet.io/managed"    // the sidecar writes "true" on the executors it created; operators select them with it
+	LabelKeptUntil = "sparklet.io/kept-until" // the sidecar writes it on a failed executor it keeps for the policy's logs.keepFailedExecutorsSeconds: the Unix time until which; its cleanup leaves such pods to their owner, the driver pod
+	LabelUIFor     = "sparklet.io/ui-for"     // the sidecar writes the driver's name on its Spark UI Service; the sidecar reads it
 	// LabelDriverApp: the sidecar of a driver whose every JVM is an application of its own writes the driver pod's
 	// spark-app-selector on the executors, ConfigMaps and PVCs of each; it watches and cleans up by it
 	LabelDriverApp = "sparklet.io/driver-app"
@@ -72,6 +73,7 @@ const (
 	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
 	EnvConnectListen    = "SPARKLET_CONNECT_LISTEN"    // where the sidecar serves Spark Connect clients (":15002"); absent unless the driver is a Spark Connect server on Spark 4.0+
 	EnvConnectBackend   = "SPARKLET_CONNECT_BACKEND"   // the JVM's Connect port on 127.0.0.1, which the sidecar forwards admitted clients to; set with EnvConnectListen
+	EnvEventLogDir      = "SPARKLET_EVENT_LOG_DIR"     // the directory the JVM writes its event logs to, which the sidecar ships to the policy's history store; absent when it ships none
 )
 
 // The webhook's env in the other containers it injects or changes.

@@ -23,7 +23,11 @@ func writePolicy(path, prefix string) error {
 	if !bytes.Contains(data, []byte(policyFilesPrefix)) {
 		return fmt.Errorf("testdata/policy.yaml does not name %s", policyFilesPrefix)
 	}
-	return os.WriteFile(path, bytes.ReplaceAll(data, []byte(policyFilesPrefix), []byte(prefix)), 0o644)
+	data = bytes.ReplaceAll(data, []byte(policyFilesPrefix), []byte(prefix))
+	if store != nil {
+		data = bytes.ReplaceAll(data, []byte(policyStoreEndpoint), []byte(store.Endpoint))
+	}
+	return os.WriteFile(path, data, 0o644)
 }
 
 // serveFiles starts the file server on the pod runner's bridge and restarts

@@ -10,12 +10,15 @@ import (
 	"github.com/sparklet/sparklet/hack/spark"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/test/fileserver"
+	"github.com/sparklet/sparklet/test/objectstore"
 )
 
 var (
-	env   *testenv.Env
-	dists []spark.Dist
-	files *fileserver.Server
+	env      *testenv.Env
+	dists    []spark.Dist
+	files    *fileserver.Server
+	store    *objectstore.Store
+	storeErr error // why store is nil
 )
 
 func TestMain(m *testing.M) {
@@ -51,9 +54,16 @@ func TestMain(m *testing.M) {
 	}
 	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true, ImageConfDir: imageConf}, func(e *testenv.Env) error {
 		env = e
+		// Only the event-log tests need the store; they fail without it.
+		if store, storeErr = startStore(context.Background(), policyDir); storeErr != nil {
+			fmt.Fprintf(os.Stderr, "realspark: no object store, the event-log tests will fail: %v\n", storeErr)
+		}
 		files, err = serveFiles(context.Background(), policy)
 		return err
 	})
+	if store != nil {
+		store.Stop()
+	}
 	if files != nil {
 		files.Close()
 	}

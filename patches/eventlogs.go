@@ -1,0 +1,137 @@
+package patches
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Where the JVM writes its event logs and where the sidecar finds the
+// history store's credential (docs/event-logs.md).
+const (
+	VolumeEventLogs      = "sparklet-event-logs"
+	VolumeHistoryCred    = "sparklet-history-credential"
+	EventLogDir          = "/var/sparklet/event-logs"
+	HistoryCredentialDir = "/var/run/secrets/sparklet-history"
+)
+
+// The Spark properties of event logging (core/.../internal/config/package.scala,
+// 3.5.9 to 4.3.0).
+const (
+	keyEventLogEnabled     = "spark.eventLog.enabled"
+	keyEventLogDir         = "spark.eventLog.dir"
+	keyEventLogRolling     = "spark.eventLog.rolling.enabled"
+	keyEventLogRollingSize = "spark.eventLog.rolling.maxFileSize"
+)
+
+// eventLogURI is spark.eventLog.dir when the sidecar ships the log.
+const eventLogURI = "file://" + EventLogDir
+
+// planEventLogs has the JVM write rolling event logs to the emptyDir the
+// sidecar ships them from, when the policy has a history section. A pod's
+// or policy's own spark.eventLog.dir is kept, and so is
+// spark.eventLog.enabled=false; the sidecar then ships nothing, and the
+// user is told. Rolling and its size are defaults the pod may override.
+func planEventLogs(_ *corev1.Pod, p *plan) error {
+	h := p.pol.History
+	if h == nil {
+		return nil
+	}
+	const unshipped = "the sidecar ships no event log to the policy's history store"
+	if v, ok := p.conf[keyEventLogEnabled]; ok && !strings.EqualFold(strings.TrimSpace(v), "true") {
+		p.warn(fmt.Sprintf("%s is %q, so the JVM writes no event log and %s", keyEventLogEnabled, v, unshipped))
+		return nil
+	}
+	if dir, ok := p.conf[keyEventLogDir]; ok && dir != eventLogURI {
+		p.warn(fmt.Sprintf("%s is %q, so the JVM writes its event log there and %s; remove it to have the log kept in the store", keyEventLogDir, dir, unshipped))
+		return nil
+	}
+	p.conf[keyEventLogEnabled] = "true"
+	p.conf[keyEventLogDir] = eventLogURI
+	for k, v := range map[string]string{keyEventLogRolling: "true", keyEventLogRollingSize: h.MaxFileSize()} {
+		if _, ok := p.conf[k]; !ok {
+			p.conf[k] = v
+		}
+	}
+	if v := p.conf[keyEventLogRolling]; !strings.EqualFold(strings.TrimSpace(v), "true") {
+		p.warn(fmt.Sprintf("%s is %q, so the JVM writes one event log file, which the sidecar ships only when the JVM ends", keyEventLogRolling, v))
+	}
+	p.shipEventLogs = true
+	return nil
+}
+
+// eventLogDir is the sidecar's EventLogDir: where it ships from, or "".
+func (p *plan) eventLogDir() string {
+	if !p.shipEventLogs {
+		return ""
+	}
+	return EventLogDir
+}
+
+// addEventLogVolumes gives the Spark container and the sidecar the event
+// log emptyDir, and the sidecar alone the history store's Secret. It runs
+// after addSidecar.
+func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
+	if !p.shipEventLogs {
+		return nil
+	}
+	shareEventLogGroup(pod, p)
+	var sc *corev1.Container
+	for i := range pod.Spec.InitContainers {
+		if pod.Spec.InitContainers[i].Name == SidecarName {
+			sc = &pod.Spec.InitContainers[i]
+		}
+	}
+	if sc == nil {
+		return fmt.Errorf("no %s container to ship event logs", SidecarName)
+	}
+	own := func(v corev1.Volume, mounts ...func()) {
+		pod.Spec.Volumes = upsert(pod.Spec.Volumes, v, volumeName, true)
+		done.Volumes = append(done.Volumes, v.Name)
+		for _, m := range mounts {
+			m()
+		}
+	}
+	mount := func(c *corev1.Container, m corev1.VolumeMount) func() {
+		return func() { c.VolumeMounts = upsert(c.VolumeMounts, m, mountPath, true) }
+	}
+	own(corev1.Volume{Name: VolumeEventLogs, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+		mount(p.container(pod), corev1.VolumeMount{Name: VolumeEventLogs, MountPath: EventLogDir}),
+		mount(sc, corev1.VolumeMount{Name: VolumeEventLogs, MountPath: EventLogDir, ReadOnly: true}))
+	if s3 := p.pol.History.S3; s3 != nil {
+		own(corev1.Volume{Name: VolumeHistoryCred, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s3.SecretName}}},
+			mount(sc, corev1.VolumeMount{Name: VolumeHistoryCred, MountPath: HistoryCredentialDir, ReadOnly: true}))
+	}
+	return nil
+}
+
+// shareEventLogGroup lets the sidecar read what the JVM writes. Spark makes
+// the event-log directory and files mode 770 (LOG_FILE_PERMISSIONS in
+// EventLogFileWriters.scala, 3.5.9 to 4.3.0), owned by the JVM's user (185
+// in apache/spark images), and the sidecar runs as 65532. With a pod
+// fsGroup the kubelet makes the emptyDir group-owned by it and setgid, so
+// the JVM's files get that group, which every container of the pod has as
+// a supplementary group. A pod's own fsGroup is kept. A pod without one
+// gets the sidecar's group, unless it mounts storage whose files the
+// kubelet would then chown (a PVC, a CSI or ephemeral volume): that pod is
+// left alone and its user told to set an fsGroup.
+func shareEventLogGroup(pod *corev1.Pod, p *plan) {
+	sc := pod.Spec.SecurityContext
+	if sc != nil && sc.FSGroup != nil {
+		return
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil || v.CSI != nil || v.Ephemeral != nil {
+			p.warn(fmt.Sprintf("the pod has no securityContext.fsGroup and mounts volume %q, whose files sparklet will not have the kubelet chown; "+
+				"set an fsGroup, or the sidecar cannot read the event logs the JVM writes (mode 770) and ships none", v.Name))
+			return
+		}
+	}
+	if sc == nil {
+		sc = &corev1.PodSecurityContext{}
+		pod.Spec.SecurityContext = sc
+	}
+	gid := sidecarUID
+	sc.FSGroup = &gid
+}

@@ -1,0 +1,98 @@
+package policy
+
+import (
+	"net/url"
+	"strings"
+
+	"github.com/sparklet/sparklet/patches/sparkconf"
+)
+
+// History asks for every driver's Spark event log to be kept in a store
+// after the driver ends (docs/event-logs.md). The JVM writes rolling event
+// logs to an emptyDir it shares with the sidecar, and the sidecar uploads
+// each finished file; only the sidecar holds the store's credential.
+type History struct {
+	// S3 is an S3-compatible bucket.
+	S3 *HistoryS3 `json:"s3,omitempty"`
+	// RollingMaxFileSize is spark.eventLog.rolling.maxFileSize: the size at
+	// which the JVM starts the next event file, and so the most a driver
+	// lost with its node loses. Unset, DefaultRollingMaxFileSize.
+	RollingMaxFileSize string `json:"rollingMaxFileSize,omitempty"`
+}
+
+// HistoryS3 is where event logs go in an S3-compatible store: under
+// s3://Bucket/Prefix/, one eventlog_v2_<app id>/ directory per application,
+// as Spark's own rolling writer lays them out, so a history server's
+// spark.history.fs.logDirectory is s3a://Bucket/Prefix.
+type HistoryS3 struct {
+	// Endpoint is the store's URL, https:// (or http:// for a store on the
+	// cluster's own network), e.g. "https://s3.eu-west-1.amazonaws.com".
+	Endpoint string `json:"endpoint"`
+	Bucket   string `json:"bucket"`
+	Prefix   string `json:"prefix,omitempty"`
+	// Region signs the requests; unset, "us-east-1".
+	Region string `json:"region,omitempty"`
+	// SecretName is a Secret in the driver's namespace with the keys
+	// AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (and optionally
+	// AWS_SESSION_TOKEN). It is mounted into the sidecar container alone;
+	// the Spark container never sees it.
+	SecretName string `json:"secretName"`
+}
+
+// DefaultRollingMaxFileSize is sparklet's spark.eventLog.rolling.maxFileSize.
+// Spark's default is 128m; a smaller file is shipped sooner. Spark 3.5 and
+// 4.0 refuse less than 10 MiB, 4.1 and later less than 2 MiB
+// (EVENT_LOG_ROLLING_MAX_FILE_SIZE in core/.../internal/config/package.scala;
+// SPARK-52456), so a policy may not go below 10 MiB.
+const DefaultRollingMaxFileSize = "16m"
+
+// minRollingMaxFileSize is the smallest spark.eventLog.rolling.maxFileSize
+// every supported Spark accepts (3.5 and 4.0: 10 MiB).
+const minRollingMaxFileSize = 10 << 20
+
+// history checks one history section.
+func (v *validator) history(at string, h *History) {
+	if h == nil {
+		return
+	}
+	if h.S3 == nil {
+		v.add(at+".s3", "is required: event logs need a store; set s3.endpoint, s3.bucket and s3.secretName, or remove %s", at)
+	}
+	if h.RollingMaxFileSize != "" {
+		if n, err := sparkconf.Bytes(h.RollingMaxFileSize, 1); err != nil {
+			v.add(at+".rollingMaxFileSize", "%v; write it as Spark does, e.g. \"16m\"", err)
+		} else if n < minRollingMaxFileSize {
+			v.add(at+".rollingMaxFileSize", "%q is below 10m, which Spark 3.5 and 4.0 refuse; use at least \"10m\"", h.RollingMaxFileSize)
+		}
+	}
+	s := h.S3
+	if s == nil {
+		return
+	}
+	if u, err := url.Parse(s.Endpoint); s.Endpoint == "" {
+		v.add(at+".s3.endpoint", "is required, e.g. \"https://s3.eu-west-1.amazonaws.com\"")
+	} else if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		v.add(at+".s3.endpoint", "%q: want the store's URL with scheme and host only, e.g. \"https://s3.eu-west-1.amazonaws.com\"; the bucket goes in s3.bucket", s.Endpoint)
+	}
+	if s.Bucket == "" {
+		v.add(at+".s3.bucket", "is required")
+	} else if strings.ContainsAny(s.Bucket, "/ ") {
+		v.add(at+".s3.bucket", "%q: a bucket name has no '/' or space; put the path in s3.prefix", s.Bucket)
+	}
+	if strings.HasPrefix(s.Prefix, "/") || strings.Contains(s.Prefix, "//") {
+		v.add(at+".s3.prefix", "%q: write the key prefix without a leading '/' or empty segments, e.g. \"spark-events/prod\"", s.Prefix)
+	}
+	if s.SecretName == "" {
+		v.add(at+".s3.secretName", "is required: a Secret in the driver's namespace with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which only the sidecar mounts")
+	} else {
+		v.dnsSubdomain(at+".s3.secretName", s.SecretName)
+	}
+}
+
+// MaxFileSize is the rolling size the webhook sets.
+func (h *History) MaxFileSize() string {
+	if h.RollingMaxFileSize == "" {
+		return DefaultRollingMaxFileSize
+	}
+	return h.RollingMaxFileSize
+}

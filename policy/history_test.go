@@ -1,0 +1,39 @@
+package policy
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestHistoryValidation(t *testing.T) {
+	const ok = "s3: {endpoint: \"https://s3.example.com\", bucket: logs, secretName: history-s3}"
+	for text, want := range map[string]string{
+		"history: {}\n": "history.s3: is required",
+		"history: {s3: {bucket: logs, secretName: s}}\n":                                                   "history.s3.endpoint: is required",
+		"history: {s3: {endpoint: \"s3.example.com\", bucket: logs, secretName: s}}\n":                     "history.s3.endpoint: \"s3.example.com\": want the store's URL",
+		"history: {s3: {endpoint: \"https://s3.example.com/logs\", bucket: logs, secretName: s}}\n":        "the bucket goes in s3.bucket",
+		"history: {s3: {endpoint: \"https://s3.example.com\", bucket: \"logs/x\", secretName: s}}\n":       "history.s3.bucket: \"logs/x\": a bucket name has no '/'",
+		"history: {s3: {endpoint: \"https://s3.example.com\", bucket: logs}}\n":                            "history.s3.secretName: is required",
+		"history: {s3: {endpoint: \"https://s3.example.com\", bucket: logs, secretName: s, prefix: /a}}\n": "history.s3.prefix: \"/a\": write the key prefix without a leading '/'",
+		"history: {" + ok + ", rollingMaxFileSize: 2m}\n":                                                  "history.rollingMaxFileSize: \"2m\" is below 10m",
+		"history: {" + ok + ", rollingMaxFileSize: lots}\n":                                                "history.rollingMaxFileSize: \"lots\" is not",
+		"namespaces: {a: {history: {s3: {endpoint: \"ftp://x\", bucket: b, secretName: s}}}}\n":            "namespaces.a.history.s3.endpoint",
+	} {
+		if _, err := Parse([]byte(text), "dev"); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error with %q", text, err, want)
+		}
+	}
+	p, err := Parse([]byte("history: {"+ok+"}\nnamespaces: {b: {history: {s3: {endpoint: \"http://store.b:9000\", bucket: b-logs, secretName: b-s3}, rollingMaxFileSize: 32m}}}\n"), "dev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.For("a").History; h == nil || h.S3.Bucket != "logs" || h.MaxFileSize() != DefaultRollingMaxFileSize {
+		t.Errorf("namespace a: %+v, want the cluster's section with the default size", h)
+	}
+	if h := p.For("b").History; h == nil || h.S3.Bucket != "b-logs" || h.MaxFileSize() != "32m" {
+		t.Errorf("namespace b: %+v, want its own section", h)
+	}
+	if h := (&Policy{}).For("a").History; h != nil {
+		t.Errorf("no history section: %+v, want nil", h)
+	}
+}

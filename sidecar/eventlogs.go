@@ -1,0 +1,90 @@
+package sidecar
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/sirupsen/logrus"
+
+	"github.com/sparklet/sparklet/internal/eventlogs"
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
+)
+
+// How the sidecar ships event logs: it looks for rolled files every
+// eventLogInterval, retries a failed upload after eventLogBackoff doubling
+// to eventLogMaxBackoff, and once the JVM has ended ships the rest for at
+// most eventLogFinishTimeout.
+const (
+	eventLogInterval      = 2 * time.Second
+	eventLogBackoff       = time.Second
+	eventLogMaxBackoff    = 30 * time.Second
+	eventLogFinishTimeout = 2 * time.Minute
+)
+
+// eventLogShipping ships the JVM's event logs while it runs.
+type eventLogShipping struct {
+	shipper *eventlogs.Shipper
+	stop    context.CancelFunc
+	done    chan struct{}
+	files   atomic.Int64
+	bytes   atomic.Int64
+}
+
+// shipEventLogs starts shipping when the webhook pointed the JVM's event
+// logs at the sidecar (cfg.EventLogDir) and the policy names a store; nil
+// otherwise.
+func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error) {
+	if s.cfg.EventLogDir == "" || pol.History == nil || pol.History.S3 == nil {
+		return nil, nil
+	}
+	h := pol.History.S3
+	store, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: h.Endpoint, Bucket: h.Bucket, Region: h.Region, CredentialDir: patches.HistoryCredentialDir})
+	if err != nil {
+		return nil, fmt.Errorf("history store: %w", err)
+	}
+	e := &eventLogShipping{done: make(chan struct{})}
+	log := s.log.WithField("component", "eventlogs")
+	e.shipper = &eventlogs.Shipper{
+		Dir: s.cfg.EventLogDir, Prefix: h.Prefix, Store: store,
+		Interval: eventLogInterval, Backoff: eventLogBackoff, MaxBackoff: eventLogMaxBackoff,
+		Shipped: func(key string, size int64, took time.Duration) {
+			e.files.Add(1)
+			e.bytes.Add(size)
+			log.WithFields(logrus.Fields{"key": key, "bytes": size, "took": took.String()}).Info("event log file shipped")
+		},
+		Failed: func(key string, err error) {
+			log.WithError(err).WithField("key", key).Warn("event log upload failed; retrying")
+		},
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	e.stop = stop
+	go func() { e.shipper.Run(ctx); close(e.done) }()
+	log.WithField("store", fmt.Sprintf("%s/%s/%s", h.Endpoint, h.Bucket, h.Prefix)).Info("shipping event logs")
+	return e, nil
+}
+
+// finish ships what the ended JVM left and says so in an Event.
+func (s *Sidecar) finishEventLogs(e *eventLogShipping) {
+	if e == nil {
+		return
+	}
+	e.stop()
+	<-e.done
+	ctx, cancel := context.WithTimeout(context.Background(), eventLogFinishTimeout)
+	defer cancel()
+	start := time.Now()
+	err := e.shipper.Finish(ctx)
+	took := time.Since(start).Round(time.Millisecond)
+	if err != nil {
+		s.events.warning("EventLogShipFailed", fmt.Sprintf("event logs of %s not all shipped after %s: %v", s.appID, took, err))
+		s.log.WithError(err).Error("event logs not all shipped")
+	} else {
+		msg := fmt.Sprintf("shipped the event logs of %s: %d files, %d bytes; the last in %s after the JVM ended", s.appID, e.files.Load(), e.bytes.Load(), took)
+		s.events.normal("EventLogShipped", msg)
+		s.log.Info(msg)
+	}
+	s.events.flush(5 * time.Second)
+}
