@@ -3,7 +3,6 @@ package sidecar
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -27,15 +26,22 @@ const eventQueue = 1000
 // in 10 minutes, and each reason is rate limited (25 at once, then one
 // every 5 minutes). Callers never wait for the API server: emit only
 // queues, and one goroutine writes, as client-go's broadcaster does
-// (tools/record/event.go, recordToSink); flush waits for the queue, so the
-// last Events are written before the sidecar exits.
+// (tools/record/event.go, recordToSink); flush queues a marker and waits
+// for the writer to reach it, so the last Events are written before the
+// sidecar exits.
 type recorder struct {
 	sink       record.EventSink
 	correlator *record.EventCorrelator
 	driver     *corev1.Pod
 	log        *logrus.Entry
-	queue      chan *corev1.Event
-	pending    sync.WaitGroup
+	queue      chan queued
+}
+
+// queued is an Event to write, or a flush's marker: the writer closes
+// flushed when it reaches it.
+type queued struct {
+	event   *corev1.Event
+	flushed chan struct{}
 }
 
 func newRecorder(client kubecore.Interface, driver *corev1.Pod, log *logrus.Entry) *recorder {
@@ -47,7 +53,7 @@ func newRecorder(client kubecore.Interface, driver *corev1.Pod, log *logrus.Entr
 			SpamKeyFunc: func(e *corev1.Event) string { return e.Type + "/" + e.Reason },
 		}),
 		driver: driver, log: log,
-		queue: make(chan *corev1.Event, eventQueue),
+		queue: make(chan queued, eventQueue),
 	}
 	go r.run()
 	return r
@@ -71,19 +77,20 @@ func (r *recorder) emit(kind, reason, msg string) {
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		Source: corev1.EventSource{Component: "sparklet-sidecar"},
 	}
-	r.pending.Add(1)
 	select {
-	case r.queue <- ev:
+	case r.queue <- queued{event: ev}:
 	default:
-		r.pending.Done()
 		r.log.WithField("reason", reason).Warn("event queue full, dropped: " + msg)
 	}
 }
 
 func (r *recorder) run() {
-	for ev := range r.queue {
-		r.write(ev)
-		r.pending.Done()
+	for q := range r.queue {
+		if q.flushed != nil {
+			close(q.flushed)
+			continue
+		}
+		r.write(q.event)
 	}
 }
 
@@ -117,13 +124,18 @@ func (r *recorder) flush(timeout time.Duration) {
 	if r == nil {
 		return
 	}
-	done := make(chan struct{})
-	go func() { r.pending.Wait(); close(done) }()
+	flushed := make(chan struct{})
+	deadline := time.After(timeout)
 	select {
-	case <-done:
-	case <-time.After(timeout):
-		r.log.Warn("events not all written before exit")
+	case r.queue <- queued{flushed: flushed}:
+		select {
+		case <-flushed:
+			return
+		case <-deadline:
+		}
+	case <-deadline:
 	}
+	r.log.Warn("events not all written before exit")
 }
 
 // eventMessage drops an executor's name from a message, so that the
