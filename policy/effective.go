@@ -53,6 +53,10 @@ type Effective struct {
 	// Scheduling is the namespace's scheduling section if set, else the
 	// cluster's.
 	Scheduling Scheduling `json:"scheduling,omitzero"`
+	// Connect is the cluster's connect section narrowed by the
+	// namespace's; the webhook applies it to Spark Connect servers, and
+	// the sidecar counts their sessions by it.
+	Connect Connect `json:"connect,omitzero"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -94,6 +98,7 @@ func (p *Policy) For(namespace string) *Effective {
 		Mesh:               p.Mesh,
 		APIServerAudiences: p.APIServerAudiences,
 	}
+	e.Connect = stricterConnect(p.Connect, ns.Connect)
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {
 		e.Scheduling = *ns.Scheduling

@@ -51,6 +51,9 @@ type Policy struct {
 	Mesh Mesh `json:"mesh,omitempty"`
 	// Scheduling selects a batch scheduler (docs/scheduling.md).
 	Scheduling Scheduling `json:"scheduling,omitempty"`
+	// Connect holds the limits and Spark defaults of Spark Connect
+	// servers (policy/connectlimits.go).
+	Connect Connect `json:"connect,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.
@@ -135,6 +138,8 @@ type Namespace struct {
 	UI *UI `json:"ui,omitempty"`
 	// Scheduling replaces the cluster's scheduling section when set.
 	Scheduling *Scheduling `json:"scheduling,omitempty"`
+	// Connect narrows the cluster's connect section (stricterConnect).
+	Connect *Connect `json:"connect,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,
