@@ -54,30 +54,7 @@ except Exception as e:
 func TestConnectLimits(t *testing.T) {
 	d := dists[len(dists)-1]
 	site := connectClientSite(t)
-	ns := namespace(t)
-	ctx := context.Background()
-	grantReviews(t, ns)
-	for _, sa := range []string{"first", "second"} {
-		if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kubectl(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: spark-connect-user}
-rules:
-- {apiGroups: [sparklet.io], resources: [sparkconnect], verbs: [create]}
-`), "apply", "-n", ns, "-f", "-")
-	kubectl(t, nil, "create", "rolebinding", "connect-users", "-n", ns, "--role=spark-connect-user",
-		"--serviceaccount="+ns+":first", "--serviceaccount="+ns+":second")
-
-	kubectl(t, example(t, "connect-deployment.yaml", d), "apply", "-n", ns, "-f", "-")
-	t.Cleanup(func() {
-		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
-	})
-	pod := connectPod(t, ns)
-	waitServerStarted(t, ns, pod.Name, 1)
-	pod = waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
+	ns, pod := startConnectServer(t, d, []string{"first", "second"}, nil)
 	conf := pod.Annotations[vocab.AnnotationEffectiveConf]
 	for _, want := range []string{"spark.dynamicAllocation.enabled true", policy.KeySessionTimeout + " 45000ms"} {
 		if !strings.Contains(conf, want) {
