@@ -80,13 +80,17 @@ func TestConnectLimits(t *testing.T) {
 	t.Logf("over the limit: %s", got)
 	metrics := sidecarMetrics(t, pod)
 	for _, want := range []string{
-		`sparklet_sidecar_connect_requests_total{code="RESOURCE_EXHAUSTED",user="` + second + `"} 1`,
+		// The client's every call is refused (it sends several).
+		`sparklet_sidecar_connect_requests_total{code="RESOURCE_EXHAUSTED",user="` + second + `"} `,
 		`sparklet_sidecar_connect_sessions_open{user="` + first + `"} 1`,
 		`sparklet_sidecar_connect_operations_total{user="` + first + `"} `,
 	} {
 		if !strings.Contains(metrics, want) {
 			t.Errorf("the sidecar's metrics have no %s", want)
 		}
+	}
+	if refusedOK := `sparklet_sidecar_connect_requests_total{code="OK",user="` + second + `"}`; strings.Contains(metrics, refusedOK) {
+		t.Errorf("the sidecar forwarded a call of the client over the limit: %s", grepLines(metrics, refusedOK))
 	}
 
 	if err := os.WriteFile(release, nil, 0o644); err != nil {
