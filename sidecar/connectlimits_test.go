@@ -83,6 +83,13 @@ sparklet_sidecar_connect_operations_total{user="dave"} 1
 	if got := testutil.ToFloat64(proxy.requests.WithLabelValues("carol", "RESOURCE_EXHAUSTED")); got != 1 {
 		t.Errorf("requests_total{carol,RESOURCE_EXHAUSTED} = %v, want 1", got)
 	}
+	problems, err := testutil.GatherAndLint(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+	}
 }
 
 // TestConnectSessionOpen: a session with a call in flight is open however
