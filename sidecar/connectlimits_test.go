@@ -80,6 +80,15 @@ sparklet_sidecar_connect_operations_total{user="dave"} 1
 `), "sparklet_sidecar_connect_sessions_open", "sparklet_sidecar_connect_operations_total"); err != nil {
 		t.Error(err)
 	}
+	// The JVM ends: its sessions are gone, and a new one opens at once.
+	proxy.sessions.forgetAll()
+	if _, status, msg := callRPC(t, addr, "bob-token", rpcExecutePlan, connectRequest("f", "bob", false)); status != "0" {
+		t.Errorf("after the JVM ended, a new session: status %s %q, want 0", status, msg)
+	}
+	proxy.sessions.forgetAll()
+	if n := testutil.CollectAndCount(reg, "sparklet_sidecar_connect_sessions_open"); n != 0 {
+		t.Errorf("%d open-session series after the JVM ended, want none", n)
+	}
 	if got := testutil.ToFloat64(proxy.requests.WithLabelValues("carol", "RESOURCE_EXHAUSTED")); got != 1 {
 		t.Errorf("requests_total{carol,RESOURCE_EXHAUSTED} = %v, want 1", got)
 	}

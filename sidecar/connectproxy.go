@@ -149,10 +149,12 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	}
 	access := pol.Sidecar.ConnectAccessOrDefault()
 	auth := newConnectAuth(s.client, s.cfg.Namespace, access, s.log)
-	addr, stop, err := serveConnect(s.cfg.ConnectListen, newConnectProxy(auth, s.cfg.ConnectBackend, token, limitsOf(pol.Connect), s.metrics.registry, s.log))
+	proxy := newConnectProxy(auth, s.cfg.ConnectBackend, token, limitsOf(pol.Connect), s.metrics.registry, s.log)
+	addr, stop, err := serveConnect(s.cfg.ConnectListen, proxy)
 	if err != nil {
 		return nil, err
 	}
+	s.apps.whenJVMEnds(proxy.sessions.forgetAll)
 	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName(),
 		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String()}).
 		Info("serving Spark Connect clients")

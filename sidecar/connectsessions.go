@@ -152,6 +152,17 @@ func (s *connectSessions) end(c *connectSession, release bool) {
 	}
 }
 
+// forgetAll forgets every session: the JVM that held them ended, and
+// Spark's sessions live in its memory.
+func (s *connectSessions) forgetAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.sessions) > 0 {
+		s.log.WithField("sessions", len(s.sessions)).Info("Spark Connect sessions forgotten: the JVM that held them ended")
+	}
+	clear(s.sessions)
+}
+
 // prune forgets the sessions idle past the timeout, released ones
 // included, at most once a minute unless a limit needs an exact count.
 func (s *connectSessions) prune(now time.Time) {
