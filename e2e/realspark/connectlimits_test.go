@@ -48,9 +48,10 @@ except Exception as e:
 // session per server, closes sessions idle for 45 s and gives Connect
 // servers dynamic allocation down to zero executors. A second client's
 // session is refused with RESOURCE_EXHAUSTED while the first one's runs
-// queries; once the first stops its session the second gets in. Idle,
-// the server's executors go to zero and Spark closes the second client's
-// session, which the sidecar stops counting.
+// queries; once the first stops its session the second gets in. The JVM
+// killed, its sessions no longer count. Idle, the server's executors go
+// to zero and Spark closes the last session, which the sidecar stops
+// counting.
 func TestConnectLimits(t *testing.T) {
 	d := dists[len(dists)-1]
 	site := connectClientSite(t)
@@ -65,7 +66,8 @@ func TestConnectLimits(t *testing.T) {
 	first, second := "system:serviceaccount:"+ns+":first", "system:serviceaccount:"+ns+":second"
 
 	release := filepath.Join(t.TempDir(), "release")
-	holder := startConnectHolder(t, site, server+url.PathEscape("Bearer "+bearer(t, ns, "first")), release)
+	firstURL := server + url.PathEscape("Bearer "+bearer(t, ns, "first"))
+	holder := startConnectHolder(t, site, firstURL, release)
 	const want = "RESULT 0:334,1:333,2:333"
 	if got := holder.next(t, 4*time.Minute); got != want {
 		t.Fatalf("the first client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
@@ -105,11 +107,25 @@ func TestConnectLimits(t *testing.T) {
 	if got := runConnectClient(t, site, secondURL); got != want {
 		t.Fatalf("after the first session was released, the second client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
 	}
-	idleFrom := time.Now()
+	secondDone := time.Now()
 
-	// Idle: the executors go (executorIdleTimeout and shuffle tracking's
-	// timeout, 20 s), and Spark's session maintenance (every 30 s) closes
-	// the second client's session 45 s after its last call.
+	// The JVM killed takes the second client's session with it: once the
+	// container restarted, the first client gets in although that session
+	// has not been idle for the timeout.
+	killJVM(t, ns, pod.Name, app, "Spark "+d.Version+": the first JVM's executors")
+	waitServerStarted(t, ns, pod.Name, 2)
+	if got := runConnectClient(t, site, firstURL); got != want {
+		t.Fatalf("after the JVM restarted, the first client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
+	}
+	t.Logf("after the JVM restarted, a new session got in %v after the old JVM's last session's last call (idle timeout 45s)",
+		time.Since(secondDone).Round(time.Second))
+	idleFrom := time.Now()
+	app = waitConnectApp(t, ns, pod.Name, pod.Labels[vocab.LabelAppID], app, 1)
+
+	// Idle: the new JVM's executors go (executorIdleTimeout and shuffle
+	// tracking's timeout, 20 s), and Spark's session maintenance (every
+	// 30 s) closes the first client's new session 45 s after its last
+	// call.
 	waitConnect(t, ns, pod.Name, "no executor of "+app+" left", 3*time.Minute, func() bool {
 		list, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 			LabelSelector: vocab.LabelAppID + "=" + app + "," + vocab.LabelRole + "=executor"})
