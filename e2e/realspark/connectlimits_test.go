@@ -117,8 +117,12 @@ func TestConnectLimits(t *testing.T) {
 	if got := runConnectClient(t, site, firstURL); got != want {
 		t.Fatalf("after the JVM restarted, the first client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
 	}
-	t.Logf("after the JVM restarted, a new session got in %v after the old JVM's last session's last call (idle timeout 45s)",
+	t.Logf("after the JVM restarted, a new session's query done %v after the old JVM's last session's last call (idle timeout 45s)",
 		time.Since(secondDone).Round(time.Second))
+	forgot := grepLines(log(ns, pod.Name, "sparklet-sidecar"), `{`)
+	if !strings.Contains(forgot, `"msg":"Spark Connect sessions forgotten: the JVM that held them ended","sessions":1,`) {
+		t.Errorf("the sidecar's log does not say it forgot the killed JVM's one session")
+	}
 	idleFrom := time.Now()
 	app = waitConnectApp(t, ns, pod.Name, pod.Labels[vocab.LabelAppID], app, 1)
 
