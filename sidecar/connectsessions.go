@@ -157,8 +157,8 @@ func (s *connectSessions) end(c *connectSession, release bool) {
 func (s *connectSessions) forgetAll() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if len(s.sessions) > 0 {
-		s.log.WithField("sessions", len(s.sessions)).Info("Spark Connect sessions forgotten: the JVM that held them ended")
+	if open := s.holders(s.now()).total; open > 0 {
+		s.log.WithField("sessions", open).Info("Spark Connect sessions forgotten: the JVM that held them ended")
 	}
 	clear(s.sessions)
 }
