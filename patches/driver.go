@@ -45,6 +45,7 @@ var (
 		{"executors", checkExecutors},
 		{"fetch", planFetch},
 		{"spark connect", planConnect},
+		{"spark connect policy", planConnectPolicy},
 		{"restarts", planAppPerJVM},
 		{"spark connect clients", planConnectAuth},
 		{"image conf", planImageConf},

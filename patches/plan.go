@@ -16,7 +16,10 @@ type plan struct {
 	spark    int               // index of the Spark container
 	conf     map[string]string // the effective Spark configuration
 	userConf map[string]string // the pod's sparklet.io/spark-conf
-	confText string            // what userConf does not set of conf, rendered for sparklet.io/effective-conf
+	// podConf are the layers of conf the pod sets: its annotation, its
+	// command line and its env's routes (layerConf).
+	podConf  []confSource
+	confText string // what userConf does not set of conf, rendered for sparklet.io/effective-conf
 	// confDigest is the digest of what the JVM reads after the image's
 	// conf (DeliveredDigest).
 	confDigest string

@@ -100,6 +100,7 @@ func layerConf(pod *corev1.Pod, p *plan) error {
 		}
 	}
 	p.conf, p.userConf = conf, user
+	p.podConf = append([]confSource{annotation, command}, routes...)
 	return nil
 }
 

@@ -65,7 +65,7 @@ func TestErrorsNameTheirPath(t *testing.T) {
 			want: []string{
 				"namespaces.team-a.allowedImages: want a list, got a string",
 				"namespaces.team-a.limits.maxExecutors: want a number, got a string",
-				"namespaces.team-a.sidecar: unknown field (known fields: allowedImages, credentials, driver, executor, fetch, history, limits, logs, metrics, scheduling, spark, ui)",
+				"namespaces.team-a.sidecar: unknown field (known fields: allowedImages, connect, credentials, driver, executor, fetch, history, limits, logs, metrics, scheduling, spark, ui)",
 			},
 		},
 		{
@@ -89,7 +89,7 @@ func TestErrorsNameTheirPath(t *testing.T) {
 		{
 			name:   "x- keys are ignored only at the top level",
 			policy: "namespaces:\n  team-a:\n    x-note: hi\n",
-			want:   []string{"namespaces.team-a.x-note: unknown field (known fields: allowedImages, credentials, driver, executor, fetch, history, limits, logs, metrics, scheduling, spark, ui)"},
+			want:   []string{"namespaces.team-a.x-note: unknown field (known fields: allowedImages, connect, credentials, driver, executor, fetch, history, limits, logs, metrics, scheduling, spark, ui)"},
 		},
 		{
 			name: "nested aliases that expand without end",

@@ -62,6 +62,10 @@ type Effective struct {
 	// KeepFailedExecutorsSeconds is logs.keepFailedExecutorsSeconds, the
 	// namespace's if its section is set.
 	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
+	// Connect is the cluster's connect section narrowed by the
+	// namespace's; the webhook applies it to Spark Connect servers, and
+	// the sidecar counts their sessions by it.
+	Connect Connect `json:"connect,omitzero"`
 }
 
 // CredentialAudience tells whether a serviceAccountToken projection with
@@ -112,6 +116,7 @@ func (p *Policy) For(namespace string) *Effective {
 		logs = *ns.Logs
 	}
 	e.ExecutorLogURL, e.KeepFailedExecutorsSeconds = logs.ExecutorURL, logs.KeepFailedExecutorsSeconds
+	e.Connect = stricterConnect(p.Connect, ns.Connect)
 	e.Scheduling = p.Scheduling
 	if ns.Scheduling != nil {
 		e.Scheduling = *ns.Scheduling

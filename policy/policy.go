@@ -55,6 +55,9 @@ type Policy struct {
 	History *History `json:"history,omitempty"`
 	// Logs links the Spark UI to the platform's log system.
 	Logs Logs `json:"logs,omitempty"`
+	// Connect holds the limits and Spark defaults of Spark Connect
+	// servers (policy/connectlimits.go).
+	Connect Connect `json:"connect,omitempty"`
 }
 
 // UI configures how drivers' Spark UIs are exposed.
@@ -143,6 +146,8 @@ type Namespace struct {
 	History *History `json:"history,omitempty"`
 	// Logs replaces the cluster's logs section when set.
 	Logs *Logs `json:"logs,omitempty"`
+	// Connect narrows the cluster's connect section (stricterConnect).
+	Connect *Connect `json:"connect,omitempty"`
 }
 
 // Credential exposes keys of a Secret in the pod's namespace as env vars,

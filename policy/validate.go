@@ -48,6 +48,7 @@ func (p *Policy) Validate() error {
 		}
 	}
 	v.mesh("mesh", p.Mesh)
+	v.connect("connect", &p.Connect)
 	v.uiIngress("ui.ingress", p.UI.Ingress)
 	v.history("history", p.History)
 	v.logs("logs", &p.Logs)
@@ -79,6 +80,7 @@ func (p *Policy) Validate() error {
 		v.credentials(at+".credentials", ns.Credentials)
 		v.limits(at+".limits", ns.Limits)
 		v.images(at+".allowedImages", ns.AllowedImages)
+		v.connect(at+".connect", ns.Connect)
 		if ns.UI != nil {
 			v.uiIngress(at+".ui.ingress", ns.UI.Ingress)
 		}
@@ -109,10 +111,13 @@ func (p *Policy) Validate() error {
 // spark.kubernetes.authenticate.driver.serviceAccountName.
 func (v *validator) lentAccounts(p *Policy) {
 	drivers := []string{p.Driver.Defaults.ServiceAccountName, p.Driver.Enforced.ServiceAccountName}
-	sections := map[string]SparkConf{"spark": p.Spark}
+	sections := map[string]SparkConf{"spark": p.Spark, "connect.spark": p.Connect.Spark}
 	for n, ns := range p.Namespaces {
 		drivers = append(drivers, ns.Driver.Defaults.ServiceAccountName, ns.Driver.Enforced.ServiceAccountName)
 		sections["namespaces."+n+".spark"] = ns.Spark
+		if ns.Connect != nil {
+			sections["namespaces."+n+".connect.spark"] = ns.Connect.Spark
+		}
 	}
 	for _, at := range slices.Sorted(maps.Keys(sections)) {
 		for _, layer := range []struct {

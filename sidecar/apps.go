@@ -48,6 +48,14 @@ type apps struct {
 	current   atomic.Value // string; "" until the first JVM names its application
 	adoptedAt time.Time    // when current was adopted
 	ended     time.Time    // the last Spark container termination handled
+	onEnded   func()       // called when a JVM ended, such as to forget its Connect sessions
+}
+
+// whenJVMEnds makes f run each time a JVM of the pod ends.
+func (a *apps) whenJVMEnds(f func()) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onEnded = f
 }
 
 // id is the application the JVM runs now ("" before an app-per-JVM
@@ -122,6 +130,9 @@ func (a *apps) jvmEnded(finished time.Time) {
 	a.ended = finished
 	if a.id() != "" && a.adoptedAt.Before(finished) {
 		a.current.Store("")
+	}
+	if a.onEnded != nil {
+		a.onEnded()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.timeout)
 	defer cancel()

@@ -73,6 +73,8 @@ func TestAppPerJVM(t *testing.T) {
 	otherDriver := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: testNS,
 		Labels: map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: "spark-other"}}}
 	h := startSidecar(t, sc, drv, otherDriver)
+	jvmEnds := make(chan struct{}, 4)
+	sc.apps.whenJVMEnds(func() { jvmEnds <- struct{}{} })
 	const jvm1, jvm2 = "spark-0a1b", "spark-2c3d"
 	all := vocab.LabelDriverApp + "=" + testApp
 
@@ -112,6 +114,11 @@ func TestAppPerJVM(t *testing.T) {
 			sel += ",spark-role=executor,!" + vocab.LabelKeptUntil
 		}
 		h.waitCollectionDelete(r, sel)
+	}
+	select {
+	case <-jvmEnds:
+	default:
+		t.Error("the JVM's end was not announced (whenJVMEnds), so the Connect sessions it held would still count")
 	}
 	select {
 	case err := <-h.done:

@@ -19,16 +19,17 @@ import (
 
 // gRPC status codes the proxy answers with (google.golang.org/grpc/codes).
 const (
-	grpcOK               = 0
-	grpcInvalidArgument  = 3
-	grpcPermissionDenied = 7
-	grpcUnavailable      = 14
-	grpcUnauthenticated  = 16
+	grpcOK                = 0
+	grpcInvalidArgument   = 3
+	grpcPermissionDenied  = 7
+	grpcResourceExhausted = 8
+	grpcUnavailable       = 14
+	grpcUnauthenticated   = 16
 )
 
 // grpcCodeNames name the codes in metrics and logs.
 var grpcCodeNames = map[int]string{
-	grpcOK: "OK", grpcInvalidArgument: "INVALID_ARGUMENT", grpcPermissionDenied: "PERMISSION_DENIED", grpcUnavailable: "UNAVAILABLE", grpcUnauthenticated: "UNAUTHENTICATED",
+	grpcOK: "OK", grpcInvalidArgument: "INVALID_ARGUMENT", grpcPermissionDenied: "PERMISSION_DENIED", grpcResourceExhausted: "RESOURCE_EXHAUSTED", grpcUnavailable: "UNAVAILABLE", grpcUnauthenticated: "UNAUTHENTICATED",
 }
 
 const (

@@ -29,13 +29,15 @@ const connectTokenName = "connect"
 // the JVM. A refusal is a gRPC status, never an HTTP error, so the client
 // shows its message.
 type connectProxy struct {
-	auth     *connectAuth
-	sessions *connectSessions
-	forward  http.Handler
-	requests *prometheus.CounterVec
+	auth       *connectAuth
+	sessions   *connectSessions
+	forward    http.Handler
+	users      *userLabels
+	requests   *prometheus.CounterVec
+	operations *prometheus.CounterVec
 }
 
-func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, registry *prometheus.Registry, log *logrus.Entry) *connectProxy {
+func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, limits connectLimits, registry *prometheus.Registry, log *logrus.Entry) *connectProxy {
 	target := &url.URL{Scheme: "http", Host: backend}
 	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
 	tr.Protocols.SetUnencryptedHTTP2(true)
@@ -57,11 +59,17 @@ func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, registr
 				"it may be starting or restarting; retry", err))
 		},
 	}
-	p := &connectProxy{auth: auth, sessions: newConnectSessions(registry, log), forward: rp, requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "sparklet_sidecar_connect_requests_total",
-		Help: "Spark Connect RPCs by the client's Kubernetes user and the sidecar's decision (OK: forwarded to the JVM).",
-	}, []string{"user", "code"})}
-	registry.MustRegister(p.requests)
+	users := newUserLabels()
+	p := &connectProxy{auth: auth, sessions: newConnectSessions(limits, users, registry, log), forward: rp, users: users,
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sparklet_sidecar_connect_requests_total",
+			Help: "Spark Connect RPCs by the client's Kubernetes user and the sidecar's decision (OK: forwarded to the JVM).",
+		}, []string{"user", "code"}),
+		operations: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sparklet_sidecar_connect_operations_total",
+			Help: "Spark Connect operations (ExecutePlan calls) forwarded to the JVM, by the client's Kubernetes user.",
+		}, []string{"user"})}
+	registry.MustRegister(p.requests, p.operations)
 	return p
 }
 
@@ -71,13 +79,19 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	v := p.auth.admit(r.Context(), r.Header.Get("Authorization"))
+	var done func()
 	if v.code == grpcOK {
-		v.code, v.message = p.sessions.claim(r, v.user)
+		v.code, v.message, done = p.sessions.claim(r, v.user)
 	}
-	p.requests.WithLabelValues(v.user, grpcCodeNames[v.code]).Inc()
+	user := p.users.label(v.user)
+	p.requests.WithLabelValues(user, grpcCodeNames[v.code]).Inc()
 	if v.code != grpcOK {
 		writeGRPCStatus(w, v.code, v.message)
 		return
+	}
+	defer done()
+	if r.URL.Path == rpcExecutePlan {
+		p.operations.WithLabelValues(user).Inc()
 	}
 	p.forward.ServeHTTP(w, r)
 }
@@ -135,11 +149,14 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	}
 	access := pol.Sidecar.ConnectAccessOrDefault()
 	auth := newConnectAuth(s.client, s.cfg.Namespace, access, s.log)
-	addr, stop, err := serveConnect(s.cfg.ConnectListen, newConnectProxy(auth, s.cfg.ConnectBackend, token, s.metrics.registry, s.log))
+	proxy := newConnectProxy(auth, s.cfg.ConnectBackend, token, limitsOf(pol.Connect), s.metrics.registry, s.log)
+	addr, stop, err := serveConnect(s.cfg.ConnectListen, proxy)
 	if err != nil {
 		return nil, err
 	}
-	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName()}).
+	s.apps.whenJVMEnds(proxy.sessions.forgetAll)
+	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName(),
+		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String()}).
 		Info("serving Spark Connect clients")
 	return stop, nil
 }

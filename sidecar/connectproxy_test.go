@@ -119,10 +119,16 @@ func connectRequestOf(session, userID string, compressed bool, plan string) []by
 
 func callSession(t *testing.T, addr, token string, frame []byte) (body, status, message string) {
 	t.Helper()
+	return callRPC(t, addr, token, rpcExecutePlan, frame)
+}
+
+// callRPC makes one call of rpc, a path such as rpcReleaseSession.
+func callRPC(t *testing.T, addr, token, rpc string, frame []byte) (body, status, message string) {
+	t.Helper()
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("POST", "http://"+addr+"/spark.connect.SparkConnectService/ExecutePlan", bytes.NewReader(frame))
+	req, _ := http.NewRequest("POST", "http://"+addr+rpc, bytes.NewReader(frame))
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("Te", "trailers")
 	if token != "" {
@@ -159,7 +165,7 @@ func TestConnectProxy(t *testing.T) {
 	rv := &reviews{users: map[string]string{"alice-token": "alice", "bob-token": "bob"}, allowed: map[string]bool{"alice": true}}
 	reg := prometheus.NewRegistry()
 	auth := newConnectAuth(rv.clientset(), "spark-jobs", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	proxy := newConnectProxy(auth, jvm.addr, []byte("jvm-secret"), reg, logrus.NewEntry(logrus.New()))
+	proxy := newConnectProxy(auth, jvm.addr, []byte("jvm-secret"), limitsOf(policy.Connect{}), reg, logrus.NewEntry(logrus.New()))
 	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
 	if err != nil {
 		t.Fatal(err)
@@ -219,7 +225,7 @@ func TestConnectProxyJVMDown(t *testing.T) {
 	ln.Close()
 	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, down, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, down, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +279,7 @@ func TestConnectSessions(t *testing.T) {
 	jvm := startFakeJVM(t)
 	rv := &reviews{users: map[string]string{"alice-token": "alice", "carol-token": "carol"}, allowed: map[string]bool{"alice": true, "carol": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	proxy := newConnectProxy(auth, jvm.addr, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
+	proxy := newConnectProxy(auth, jvm.addr, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
 	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
 	if err != nil {
 		t.Fatal(err)
@@ -307,7 +313,7 @@ func TestConnectSessions(t *testing.T) {
 		t.Errorf("a large message: status %s %q, body %q, the JVM got %d bytes; want 0, its reply and %d bytes", status, msg, body, jvm.body.Load(), len(big))
 	}
 	for user, want := range map[string]float64{"alice": 1, "carol": 1} {
-		if got := testutil.ToFloat64(proxy.sessions.sessions.WithLabelValues(user)); got != want {
+		if got := testutil.ToFloat64(proxy.sessions.opened.WithLabelValues(user)); got != want {
 			t.Errorf("sparklet_sidecar_connect_sessions_total{user=%q} = %v, want %v", user, got, want)
 		}
 	}
@@ -320,7 +326,7 @@ func BenchmarkConnectProxy(b *testing.B) {
 	jvm := startFakeJVM(b)
 	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	proxied, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, []byte("x"), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	proxied, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
 	if err != nil {
 		b.Fatal(err)
 	}

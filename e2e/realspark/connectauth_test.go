@@ -22,6 +22,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
 	"github.com/sparklet/sparklet/vocab"
@@ -51,32 +52,7 @@ except Exception as e:
 func TestConnectAuth(t *testing.T) {
 	d := dists[len(dists)-1]
 	site := connectClientSite(t)
-	ns := namespace(t)
-	ctx := context.Background()
-	grantReviews(t, ns)
-	for _, sa := range []string{"analyst", "intruder"} {
-		if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// What a platform grants a notebook user (docs/connect.md). kubectl
-	// create role checks resources against discovery, which does not
-	// serve this one.
-	kubectl(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: spark-connect-user}
-rules:
-- {apiGroups: [sparklet.io], resources: [sparkconnect], verbs: [create]}
-`), "apply", "-n", ns, "-f", "-")
-	kubectl(t, nil, "create", "rolebinding", "analyst-connects", "-n", ns, "--role=spark-connect-user", "--serviceaccount="+ns+":analyst")
-
-	kubectl(t, example(t, "connect-deployment.yaml", d), "apply", "-n", ns, "-f", "-")
-	t.Cleanup(func() {
-		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
-	})
-	pod := connectPod(t, ns)
-	waitServerStarted(t, ns, pod.Name, 1)
-	pod = waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
+	ns, pod := startConnectServer(t, d, []string{"analyst"}, []string{"intruder"})
 	server := "sc://" + pod.Status.PodIP + ":15002/"
 	pid, jvmToken := checkJVMBehindSidecar(t, ns, pod)
 
@@ -125,6 +101,45 @@ rules:
 	if got := runConnectClient(t, site, server+";authorization="+url.PathEscape("Bearer "+analyst)); got != want {
 		t.Fatalf("after the JVM restarted, the allowed client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
 	}
+}
+
+// startConnectServer runs examples/connect-deployment.yaml of d in the
+// test's namespace, with ServiceAccounts allowed to connect (bound to a
+// Role that may create sparkconnect.sparklet.io, what a platform grants a
+// notebook user, docs/connect.md) and others that are not, and returns the
+// namespace and the server's pod once the server started and the pod has
+// an IP.
+func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (string, *corev1.Pod) {
+	t.Helper()
+	ns := namespace(t)
+	ctx := context.Background()
+	grantReviews(t, ns)
+	for _, sa := range append(append([]string(nil), allowed...), others...) {
+		if _, err := env.Client.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// kubectl create role checks resources against discovery, which does
+	// not serve this one.
+	kubectl(t, []byte(`apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: spark-connect-user}
+rules:
+- {apiGroups: [sparklet.io], resources: [sparkconnect], verbs: [create]}
+`), "apply", "-n", ns, "-f", "-")
+	args := []string{"create", "rolebinding", "connect-users", "-n", ns, "--role=spark-connect-user"}
+	for _, sa := range allowed {
+		args = append(args, "--serviceaccount="+ns+":"+sa)
+	}
+	kubectl(t, nil, args...)
+
+	kubectl(t, example(t, "connect-deployment.yaml", d), "apply", "-n", ns, "-f", "-")
+	t.Cleanup(func() {
+		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
+	})
+	pod := connectPod(t, ns)
+	waitServerStarted(t, ns, pod.Name, 1)
+	return ns, waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
 }
 
 // connectLatency times small calls in two sessions, straight to the JVM
