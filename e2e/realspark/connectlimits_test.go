@@ -17,7 +17,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/vocab"
@@ -130,13 +129,13 @@ func TestConnectLimits(t *testing.T) {
 	// tracking's timeout, 20 s), and Spark's session maintenance (every
 	// 30 s) closes the first client's new session 45 s after its last
 	// call.
-	waitConnect(t, ns, pod.Name, "no executor of "+app+" left", 3*time.Minute, func() bool {
+	waitForPod(t, ns, pod.Name, "no executor of "+app+" left", 3*time.Minute, func() bool {
 		list, err := env.Client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{
 			LabelSelector: vocab.LabelAppID + "=" + app + "," + vocab.LabelRole + "=executor"})
 		return err == nil && len(list.Items) == 0
 	})
 	t.Logf("Spark %s: the server's executors all gone %v after the last query", d.Version, time.Since(idleFrom).Round(time.Second))
-	waitConnect(t, ns, pod.Name, "Spark closing the idle session", 3*time.Minute, func() bool {
+	waitForPod(t, ns, pod.Name, "Spark closing the idle session", 3*time.Minute, func() bool {
 		return strings.Contains(log(ns, pod.Name, "spark"), "that expired and will be closed")
 	})
 	t.Logf("Spark %s: Spark closed the idle session %v after its last call", d.Version, time.Since(idleFrom).Round(time.Second))
@@ -144,7 +143,7 @@ func TestConnectLimits(t *testing.T) {
 	// Spark's at its start: the gauge empties within moments of Spark's
 	// close.
 	var m string
-	waitConnect(t, ns, pod.Name, "the sidecar counting no open session", time.Minute, func() bool {
+	waitForPod(t, ns, pod.Name, "the sidecar counting no open session", time.Minute, func() bool {
 		m = sidecarMetrics(t, pod)
 		return !strings.Contains(m, "sparklet_sidecar_connect_sessions_open{")
 	})
@@ -227,15 +226,4 @@ func grepLines(s, prefix string) string {
 		}
 	}
 	return strings.Join(out, "\n")
-}
-
-// waitConnect polls cond until it holds or timeout passes.
-func waitConnect(t *testing.T, ns, pod, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-		return cond(), nil
-	})
-	if err != nil {
-		t.Fatalf("never %s within %v\n%s", what, timeout, driverLogTail(ns, pod))
-	}
 }

@@ -96,11 +96,18 @@ func (j sleepy) run(t *testing.T, d spark.Dist) (ns string, execs *executors.Tra
 // waitFor polls cond, about the job in ns, until it holds or timeout passes.
 func waitFor(t *testing.T, ns, what string, timeout time.Duration, cond func() bool) {
 	t.Helper()
+	waitForPod(t, ns, sleepyDriver, what, timeout, cond)
+}
+
+// waitForPod polls cond, about the driver pod ns/pod, until it holds or
+// timeout passes, and fails with the tail of the pod's logs.
+func waitForPod(t *testing.T, ns, pod, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
 	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
-		t.Fatalf("never %s within %v\n%s", what, timeout, driverLogTail(ns, sleepyDriver))
+		t.Fatalf("never %s within %v\n%s", what, timeout, driverLogTail(ns, pod))
 	}
 }
 
