@@ -52,6 +52,7 @@ except Exception as e:
 // to zero and Spark closes the last session, which the sidecar stops
 // counting.
 func TestConnectLimits(t *testing.T) {
+	t.Parallel() // waits on Spark's timers; see doc.go
 	d := dists[len(dists)-1]
 	site := connectClientSite(t)
 	ns, pod := startConnectServer(t, d, []string{"first", "second"}, nil)

@@ -4,4 +4,10 @@
 // apache/spark images, and the pod runner plays the kubelet. It runs when
 // SPARKLET_E2E=1 (make test sets it), as root, and then fails, rather than
 // skips, if a binary or a distribution is missing.
+//
+// Tests that spend most of their time waiting on Spark's own timers (idle
+// and session timeouts, the resize plugin's interval, a kept executor's
+// window) call t.Parallel and so run together after the others; each has
+// its own namespace and policy section and touches nothing cluster-wide.
+// make test runs four of them at a time (go test -parallel 4).
 package realspark

@@ -17,13 +17,14 @@ import (
 // delete them after the idle timeout, while the driver still runs. The
 // executors carry the settings the policy enforces in its namespace.
 func TestDynamicAllocation(t *testing.T) {
+	t.Parallel() // waits on Spark's timers; see doc.go
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
 			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: sleepyjob.DynamicConf(3)}
 			start := time.Now()
 			ns, execs, appID := job.run(t, d)
 
-			waitFor(t, ns, "more than one executor alive at once", 3*time.Minute, func() bool {
+			waitFor(t, ns, "more than one executor alive at once", 5*time.Minute, func() bool {
 				_, most, _, _ := execs.Counts()
 				return most > 1
 			})

@@ -18,6 +18,7 @@ import (
 // which stays, Failed and labelled with when it goes, for the window, and
 // is then deleted while the job goes on with a new executor.
 func TestFailedExecutorKept(t *testing.T) {
+	t.Parallel() // waits on Spark's timers; see doc.go
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
 			job := sleepy{tasks: 6, sleepMS: 10000, conf: "spark.executor.instances 1\nspark.executor.memory 512m\nspark.driver.memory 512m\n"}

@@ -35,6 +35,7 @@ import (
 // Before the sidecar served resizes, the metrics GET was a 404 and the
 // resize a 403 that said the sidecar does not resize executors.
 func TestExecutorResize(t *testing.T) {
+	t.Parallel() // waits on Spark's timers; see doc.go
 	crd, err := os.ReadFile("testdata/podmetrics-crd.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +95,7 @@ func resizeRefused(t *testing.T, version, heap string, size, grown int64, refusa
 	if r := p.Spec.Containers[0].Resources; r.Limits.Memory().Value() != size || r.Requests.Memory().Value() != size {
 		t.Errorf("executor %s resources %v after the refusals, want memory %d", exec.Name, r, size)
 	}
-	done := waitPod(t, ns, sleepyDriver, "finished", 3*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
+	done := waitPod(t, ns, sleepyDriver, "finished", 5*time.Minute, phaseIs(corev1.PodSucceeded, corev1.PodFailed))
 	if done.Status.Phase != corev1.PodSucceeded {
 		t.Fatalf("driver pod %s, want Succeeded\n%s", done.Status.Phase, driverLogTail(ns, sleepyDriver))
 	}
