@@ -40,15 +40,17 @@ apiserver_request_duration_seconds_bucket{resource="pods",verb="WATCH",le="+Inf"
 }
 
 func TestOptionsValidate(t *testing.T) {
-	good := options{executors: 1, admissions: 1, drivers: 1, perDriver: 1, idle: 1, steady: 1, sections: "all", sidecarExecutors: []int{1}}
+	good := options{executors: 1, admissions: 1, drivers: 1, perDriver: 1, idle: 1, steady: 1, sections: "all", sidecarExecutors: []int{1}, sidecarIdle: 1}
 	if err := good.validate(); err != nil {
 		t.Fatalf("good options refused: %v", err)
 	}
 	for flag, o := range map[string]options{
-		"--sections":      func() options { x := good; x.sections = "webhook,alloc"; return x }(),
-		"--executors":     func() options { x := good; x.executors = 0; return x }(),
-		"--idle":          func() options { x := good; x.idle = 0; return x }(),
-		"--scheduler-qps": func() options { x := good; x.schedulerQPS = -1; return x }(),
+		"--sections":          func() options { x := good; x.sections = "webhook,alloc"; return x }(),
+		"--executors":         func() options { x := good; x.executors = 0; return x }(),
+		"--idle":              func() options { x := good; x.idle = 0; return x }(),
+		"--scheduler-qps":     func() options { x := good; x.schedulerQPS = -1; return x }(),
+		"--sidecar-executors": func() options { x := good; x.sidecarExecutors = []int{-1}; return x }(),
+		"--sidecar-idle":      func() options { x := good; x.sidecarIdle = 0; return x }(),
 	} {
 		if err := o.validate(); err == nil || !strings.Contains(err.Error(), flag) {
 			t.Errorf("%s: err = %v, want one naming the flag", flag, err)

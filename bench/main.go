@@ -46,6 +46,9 @@ type options struct {
 	apiServerSeats int
 	// sidecarExecutors are the executor counts of the sidecar section.
 	sidecarExecutors []int
+	// sidecarIdle is how long the sidecar section watches each sidecar
+	// idle once its executors run.
+	sidecarIdle time.Duration
 }
 
 // validate names the flag at fault.
@@ -66,12 +69,15 @@ func (o options) validate() error {
 		errs = append(errs, fmt.Errorf("--apiserver-seats must be 0 (kube-apiserver's defaults) or at least 3, got %d", o.apiServerSeats))
 	}
 	if len(o.sidecarExecutors) == 0 {
-		errs = append(errs, fmt.Errorf("--sidecar-executors must list at least one count, such as 1000,5000"))
+		errs = append(errs, fmt.Errorf("--sidecar-executors must list at least one count, such as 0,100,1000"))
 	}
 	for _, n := range o.sidecarExecutors {
-		if n < 1 {
-			errs = append(errs, fmt.Errorf("--sidecar-executors: each count must be at least 1, got %d", n))
+		if n < 0 {
+			errs = append(errs, fmt.Errorf("--sidecar-executors: each count must be 0 or more, got %d", n))
 		}
+	}
+	if o.sidecarIdle <= 0 {
+		errs = append(errs, fmt.Errorf("--sidecar-idle must be positive, got %s", o.sidecarIdle))
 	}
 	if o.schedulerQPS < 0 {
 		errs = append(errs, fmt.Errorf("--scheduler-qps must not be negative (0 keeps kube-scheduler's default), got %d", o.schedulerQPS))
@@ -120,6 +126,7 @@ func main() {
 	flag.StringVar(&o.out, "out", "bench/results", "where latest.md and the chart go")
 	flag.IntVar(&o.executors, "executors", 1000, "executors per allocation contender")
 	flag.DurationVar(&o.idle, "idle", time.Minute, "idle window after the allocation runs of (b), (c), (b-jvm) and (c-jvm)")
+	flag.DurationVar(&o.sidecarIdle, "sidecar-idle", 30*time.Second, "idle window of each sidecar in the sidecar section, once its executors run")
 	flag.DurationVar(&o.steady, "steady", 40*time.Second, "steady window after each side of the many-drivers comparison (its requests are reported per minute)")
 	flag.IntVar(&o.admissions, "admissions", 6000, "requests per webhook load level, to sparklet's webhook and to the null webhook each")
 	flag.IntVar(&o.drivers, "drivers", 50, "drivers at once in the scale comparison")
@@ -127,7 +134,7 @@ func main() {
 	flag.IntVar(&o.schedulerQPS, "scheduler-qps", 0, "kube-scheduler's --kube-api-qps (burst twice that); 0 keeps its default of 50, which paces pods to Running")
 	flag.IntVar(&o.apiServerSeats, "apiserver-seats", 60, "kube-apiserver's concurrency limit in all (two thirds --max-requests-inflight, one third --max-mutating-requests-inflight), which API Priority and Fairness shares among its priority levels; 0 keeps its defaults of 400 and 200")
 	flag.StringVar(&o.sections, "sections", "all", "comma-separated sections to run: webhook, create, allocation, jvm, scale, sidecar (a partial run does not write the chart)")
-	flag.Func("sidecar-executors", "comma-separated executor counts of the sidecar section (default 1000,5000)", func(v string) error {
+	flag.Func("sidecar-executors", "comma-separated executor counts of the sidecar section (default 0,100,1000,5000)", func(v string) error {
 		o.sidecarExecutors = nil
 		for _, f := range strings.Split(v, ",") {
 			n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -138,7 +145,7 @@ func main() {
 		}
 		return nil
 	})
-	o.sidecarExecutors = []int{1000, 5000}
+	o.sidecarExecutors = []int{0, 100, 1000, 5000}
 	flag.Parse()
 	if err := o.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
+	"github.com/sparklet/sparklet/policy"
 	testenv "github.com/sparklet/sparklet/test/env"
 )
 
@@ -25,8 +27,11 @@ type sidecarScale struct {
 	// and the binary's pages.
 	anonKiB, fileKiB float64
 	listSidecar      time.Duration // a LIST of the executors, median
-	listAPI          time.Duration
-	heap             string // the heap profile's top, at the end
+	// idleMillicores and idleRSSKiB are the sidecar's CPU and resident
+	// memory over the idle window that follows.
+	idleMillicores, idleRSSKiB float64
+	listAPI                    time.Duration
+	heap                       string // the heap profile's top, at the end
 }
 
 // sidecarMemory runs one sidecar per executor count, each with the
@@ -48,13 +53,17 @@ func sidecarMemory(ctx context.Context, env *testenv.Env, o options, r *report) 
 	r.line("")
 	r.line("One sidecar per row, in its own namespace: the driver emulator (Spark 4.0, sparklet's batch) allocates the executors through it while one extra JVM-style watch follows them; once all run, the executors' LIST (`labelSelector=spark-role=executor,spark-exec-inactive!=true`, as Spark sends it) is sent 20 times to the sidecar and 20 times to the API server as the same plain HTTP GET with `Accept: application/json`, each body read to the end. Peak RSS is the sidecar's `VmHWM` after the LISTs.")
 	r.line("")
-	r.line("| executors | all Running | sidecar peak RSS | RSS at the end: anonymous + file | CPU seconds | LIST from the sidecar | LIST from the API server | ratio |")
-	r.line("|---|---|---|---|---|---|---|---|")
+	r.line("| executors | all Running | sidecar peak RSS | idle: CPU, RSS | RSS at the end: anonymous + file | CPU seconds | LIST from the sidecar | LIST from the API server | ratio |")
+	r.line("|---|---|---|---|---|---|---|---|---|")
 	for _, x := range rows {
-		r.line("| %d | %s | **%.1f MiB** | %.1f + %.1f MiB | %.1f | %s | %s | **%.2f×** |", x.n, x.running.Round(100*time.Millisecond), x.rssKiB/1024,
-			x.anonKiB/1024, x.fileKiB/1024, x.cpuSeconds, x.listSidecar, x.listAPI, x.listSidecar.Seconds()/x.listAPI.Seconds())
+		r.line("| %d | %s | **%.1f MiB** | %.1fm, %.1f MiB | %.1f + %.1f MiB | %.1f | %s | %s | **%.2f×** |", x.n, x.running.Round(100*time.Millisecond), x.rssKiB/1024,
+			x.idleMillicores, x.idleRSSKiB/1024, x.anonKiB/1024, x.fileKiB/1024, x.cpuSeconds, x.listSidecar, x.listAPI, x.listSidecar.Seconds()/x.listAPI.Seconds())
 	}
 	r.line("")
+	var defaults policy.Sidecar
+	defaults.SetDefaults("")
+	r.line("- Idle is the %s after all executors run (and after the LISTs): CPU in millicores, RSS at its end. The sidecar's default resources (policy `sidecar.resources`): requests %s, limits %s.",
+		o.sidecarIdle, resourceList(defaults.Resources.Requests), resourceList(defaults.Resources.Limits))
 	if len(rows) >= 2 {
 		a, b := rows[0], rows[len(rows)-1]
 		r.line("- Growth: %.1f KiB of peak RSS per executor between %d and %d executors.", (b.rssKiB-a.rssKiB)/float64(b.n-a.n), a.n, b.n)
@@ -98,7 +107,8 @@ func sidecarAt(ctx context.Context, env *testenv.Env, o options, n int) (sidecar
 	deadline := time.After(15 * time.Minute)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	for waiting := true; waiting; {
+	// With no executors there is nothing to wait for.
+	for waiting := n > 0; waiting; {
 		select {
 		case <-run.done:
 			waiting = false
@@ -114,6 +124,7 @@ func sidecarAt(ctx context.Context, env *testenv.Env, o options, n int) (sidecar
 		}
 	}
 	row.running = run.at
+	row.idleMillicores, row.idleRSSKiB = idleUse(ctx, sc.PID(), o.sidecarIdle)
 	if row.listSidecar, row.listAPI, err = listTimes(ctx, env, ns, sc); err != nil {
 		return row, err
 	}
@@ -129,6 +140,29 @@ func sidecarAt(ctx context.Context, env *testenv.Env, o options, n int) (sidecar
 	stop()
 	cleanup(ctx, env, ns)
 	return row, nil
+}
+
+// resourceList is "cpu 50m, memory 64Mi", sorted by name.
+func resourceList(l corev1.ResourceList) string {
+	var parts []string
+	for name, q := range l {
+		parts = append(parts, string(name)+" "+q.String())
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ", ")
+}
+
+// idleUse is a process's CPU in millicores and its resident memory at the
+// end, over window.
+func idleUse(ctx context.Context, pid int, window time.Duration) (millicores, rssKiB float64) {
+	_, cpu0 := procStats(pid)
+	select {
+	case <-ctx.Done():
+	case <-time.After(window):
+	}
+	_, cpu1 := procStats(pid)
+	anon, file := rssSplit(pid)
+	return (cpu1 - cpu0) * 1000 / window.Seconds(), anon + file
 }
 
 // listTimes times the JVM's executor LIST, as one plain HTTP GET read to
