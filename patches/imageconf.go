@@ -51,15 +51,17 @@ mv "$dst/.sparklet-defaults.tmp" "$f"
 // sidecar writes once it listens for the JVM, every 20 ms, which a startup
 // probe, at one second at the least, cannot. The sidecar has checked its
 // pod, and written the JVM's token and its serving certificate, by then;
-// a JVM request that comes before its cache is filled waits for it. After two minutes it fails the pod's
-// start with a message, as a Job then retries; the sidecar's log says why
-// it did not serve.
+// a JVM request that comes before its cache is filled waits for it. It
+// waits as long as the sidecar takes, as the kubelet holds the JVM back
+// behind a sidecar that has not started (an API server unreachable at
+// start must not fail a restartPolicy Never pod), and says every 30 s in
+// its log that it is waiting and where to look.
 const waitForSidecar = `set -eu
-deadline=$(( $(date +%s) + 120 ))
+start=$(date +%s) next=30
 while [ ! -e ` + ServingFile + ` ]; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    echo "sparklet: the sidecar (init container ` + SidecarName + `) did not serve the Spark driver within 2 minutes; its log says why" >&2
-    exit 1
+  if [ $(( $(date +%s) - start )) -ge "$next" ]; then
+    echo "sparklet: waiting ${next}s so far for the sidecar (init container ` + SidecarName + `) to serve the Spark driver; its log says why it does not" >&2
+    next=$(( next + 30 ))
   fi
   sleep 0.02 2>/dev/null || sleep 1
 done

@@ -253,26 +253,35 @@ func TestConfScriptWaitsForSidecar(t *testing.T) {
 	}
 }
 
-// A sidecar that never serves fails the conf init container after two
-// minutes, with a message that sends the user to the sidecar's log, and
-// no conf is written. The fake date jumps past the deadline at its second
-// call.
-func TestConfScriptGivesUpOnSidecar(t *testing.T) {
+// A sidecar slow to serve is waited for as long as it takes, with a line
+// in the log every 30 s that sends the user to the sidecar's log: the
+// fake date moves 31 s at each call, and the fake sleep, the sidecar,
+// writes the serving file at its third call.
+func TestConfScriptWaitsOnASlowSidecar(t *testing.T) {
 	dst, info := t.TempDir(), t.TempDir()
-	calls := filepath.Join(t.TempDir(), "calls")
+	clock, naps := filepath.Join(t.TempDir(), "clock"), filepath.Join(t.TempDir(), "naps")
+	serving := servingFile(t, false)
 	bin := fakeCommands(t, map[string]string{
-		"date":  fmt.Sprintf("if [ -e %[1]s ]; then echo 1000121; else touch %[1]s; echo 1000000; fi\n", calls),
-		"sleep": "exit 0\n",
+		"date": fmt.Sprintf("echo x >> %[1]s; echo $(( 1000000 + 31 * $(wc -l < %[1]s) ))\n", clock),
+		"sleep": fmt.Sprintf("echo x >> %[1]s; if [ $(wc -l < %[1]s) -ge 3 ]; then echo 127.0.0.1:7000 > %[2]s; fi\n", naps, serving),
 	})
-	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, servingFile(t, false)).Replace(confScript)
+	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confScript)
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"SPARK_HOME=" + t.TempDir(), "PATH=" + bin + ":/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "did not serve the Spark driver within 2 minutes") || !strings.Contains(string(out), SidecarName) {
-		t.Fatalf("want a failure naming the sidecar, got %v: %s", err, out)
+	if err != nil {
+		t.Fatalf("the script failed while the sidecar was slow: %v: %s", err, out)
 	}
-	if _, err := os.Stat(filepath.Join(dst, ConfFile)); err == nil {
-		t.Errorf("the conf was written although the sidecar never served")
+	for _, want := range []string{"waiting 30s so far for the sidecar (init container " + SidecarName + ")", "waiting 60s so far"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("the log does not say %q:\n%s", want, out)
+		}
+	}
+	if text, _ := os.ReadFile(filepath.Join(dst, ConfFile)); !strings.HasSuffix(string(text), "spark.a=1\n") {
+		t.Errorf("spark-defaults.conf = %q, want the effective conf once the sidecar served", text)
 	}
 }
 
