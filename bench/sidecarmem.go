@@ -56,8 +56,13 @@ func sidecarMemory(ctx context.Context, env *testenv.Env, o options, r *report) 
 	r.line("| executors | all Running | sidecar peak RSS | idle: CPU, RSS | RSS at the end: anonymous + file | CPU seconds | LIST from the sidecar | LIST from the API server | ratio |")
 	r.line("|---|---|---|---|---|---|---|---|---|")
 	for _, x := range rows {
-		r.line("| %d | %s | **%.1f MiB** | %.1fm, %.1f MiB | %.1f + %.1f MiB | %.1f | %s | %s | **%.2f×** |", x.n, x.running.Round(100*time.Millisecond), x.rssKiB/1024,
-			x.idleMillicores, x.idleRSSKiB/1024, x.anonKiB/1024, x.fileKiB/1024, x.cpuSeconds, x.listSidecar, x.listAPI, x.listSidecar.Seconds()/x.listAPI.Seconds())
+		idleCPU := fmt.Sprintf("%.1fm", x.idleMillicores)
+		if x.idleMillicores == 0 {
+			// /proc counts CPU in 10 ms ticks.
+			idleCPU = fmt.Sprintf("under %.1fm", 10/o.sidecarIdle.Seconds())
+		}
+		r.line("| %d | %s | **%.1f MiB** | %s, %.1f MiB | %.1f + %.1f MiB | %.1f | %s | %s | **%.2f×** |", x.n, x.running.Round(100*time.Millisecond), x.rssKiB/1024,
+			idleCPU, x.idleRSSKiB/1024, x.anonKiB/1024, x.fileKiB/1024, x.cpuSeconds, x.listSidecar, x.listAPI, x.listSidecar.Seconds()/x.listAPI.Seconds())
 	}
 	r.line("")
 	var defaults policy.Sidecar

@@ -190,9 +190,9 @@ func TestInjectReportsScheduling(t *testing.T) {
 	dir := t.TempDir()
 	cases := []struct{ policy, want string }{
 		{"driver: {defaults: {serviceAccountName: spark-driver}}\nscheduling: {batchScheduler: yunikorn, queue: root.sparklet}\n",
-			"pod/pi: scheduling: yunikorn in queue root.sparklet: a gang of the driver (cpu 60m, memory 80Mi) and 2 executors (cpu 1, memory 1408Mi each)"},
+			"pod/pi: scheduling: yunikorn in queue root.sparklet: a gang of the driver (cpu 60m, memory 64Mi) and 2 executors (cpu 1, memory 1408Mi each)"},
 		{"driver: {defaults: {serviceAccountName: spark-driver}}\nscheduling: {batchScheduler: kueue, queue: team-a}\n",
-			"pod/pi: scheduling: kueue, LocalQueue team-a: the driver (cpu 60m, memory 80Mi) and each executor (cpu 1, memory 1408Mi) are admitted one by one; 2 executors at start"},
+			"pod/pi: scheduling: kueue, LocalQueue team-a: the driver (cpu 60m, memory 64Mi) and each executor (cpu 1, memory 1408Mi) are admitted one by one; 2 executors at start"},
 	}
 	for i, tc := range cases {
 		file := filepath.Join(dir, "policy"+string(rune('0'+i))+".yaml")
