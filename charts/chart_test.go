@@ -426,7 +426,7 @@ func TestDriverRBAC(t *testing.T) {
 	}
 	for res, need := range map[string][]string{
 		"pods": {"get", "list", "watch", "create", "delete", "deletecollection", "patch"}, "configmaps": {"create", "deletecollection"},
-		"persistentvolumeclaims": {"create", "get", "list", "patch", "deletecollection"}, "services": {"create", "deletecollection"}, "events": {"create"},
+		"persistentvolumeclaims": {"create", "get", "list", "patch", "deletecollection"}, "services": {"create", "patch", "deletecollection"}, "events": {"create"},
 		"pods/status": {"patch"}, "pods/resize": {"patch"}, "resourcequotas": {"list"}, "metrics.k8s.io/pods": {"get"},
 	} {
 		for _, v := range need {
@@ -876,7 +876,7 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	for res, verbs := range map[string][]string{
 		"pods":       {"get", "list", "watch", "create", "delete", "deletecollection", "patch"},
 		"configmaps": {"get", "list", "watch", "create", "delete", "deletecollection"}, "persistentvolumeclaims": {"get", "list", "watch", "create", "delete", "deletecollection"},
-		"services": {"list", "create", "delete", "deletecollection"}, "events": {"create", "patch"}, "pods/status": {"patch"},
+		"services": {"list", "create", "patch", "delete", "deletecollection"}, "events": {"create", "patch"}, "pods/status": {"patch"},
 		"pods/resize": {"patch"}, "resourcequotas": {"list"},
 	} {
 		for _, v := range verbs {

@@ -41,6 +41,9 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 	if ip := pod.Status.PodIP; ip != "" {
 		r.line("  in the cluster: sc://%s/;authorization=Bearer%%20$TOKEN", net.JoinHostPort(ip, port))
 	}
+	if url := pod.Annotations[vocab.AnnotationConnectURL]; url != "" {
+		r.line("  through its Service, to any of the server's pods: %s/;authorization=Bearer%%20$TOKEN", url)
+	}
 	r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;token=$TOKEN", pod.Namespace, pod.Name, port, port)
 	r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
 }

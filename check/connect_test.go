@@ -26,6 +26,7 @@ func TestPodConnect(t *testing.T) {
 		t.Fatal(err)
 	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
+	pod.Annotations[vocab.AnnotationConnectURL] = "sc://connect-connect.team-a.svc:15002"
 	o = options(t, hookConfig(), ns("team-a", nil), pod)
 	var out strings.Builder
 	if _, err := Pod(context.Background(), &out, o, "team-a", "connect-0"); err != nil {
@@ -34,6 +35,7 @@ func TestPodConnect(t *testing.T) {
 	for _, want := range []string{
 		"  spark connect: the sidecar admits clients on port 15002 whose Kubernetes token passes a TokenReview and whose user may create sparkconnect.sparklet.io in namespace team-a\n",
 		"    in the cluster: sc://10.1.2.3:15002/;authorization=Bearer%20$TOKEN\n",
+		"    through its Service, to any of the server's pods: sc://connect-connect.team-a.svc:15002/;authorization=Bearer%20$TOKEN\n",
 		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;token=$TOKEN\n",
 	} {
 		if !strings.Contains(out.String(), want) {

@@ -59,9 +59,11 @@ var (
 		{"sidecar ports", refuseSidecarPorts},
 		{"batch scheduler", planScheduling},
 		{"ui", checkUI},
+		{"connect service", checkConnectService},
 	}
 	driverSteps = []step{
 		{"app id label", labelAppID},
+		{"connect server label", labelConnectServer},
 		{"policy", applyDriverPolicy},
 		{"ui port", nameUIPort},
 		{"credentials", addCredentials},

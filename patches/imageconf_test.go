@@ -262,7 +262,7 @@ func TestConfScriptWaitsOnASlowSidecar(t *testing.T) {
 	clock, naps := filepath.Join(t.TempDir(), "clock"), filepath.Join(t.TempDir(), "naps")
 	serving := servingFile(t, false)
 	bin := fakeCommands(t, map[string]string{
-		"date": fmt.Sprintf("echo x >> %[1]s; echo $(( 1000000 + 31 * $(wc -l < %[1]s) ))\n", clock),
+		"date":  fmt.Sprintf("echo x >> %[1]s; echo $(( 1000000 + 31 * $(wc -l < %[1]s) ))\n", clock),
 		"sleep": fmt.Sprintf("echo x >> %[1]s; if [ $(wc -l < %[1]s) -ge 3 ]; then echo 127.0.0.1:7000 > %[2]s; fi\n", naps, serving),
 	})
 	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {

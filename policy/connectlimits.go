@@ -20,6 +20,10 @@ type Connect struct {
 	// Spark holds defaults, which win over the spark section's and yield to
 	// the pod's own, and enforced values, for Connect servers only.
 	Spark SparkConf `json:"spark,omitempty"`
+	// Service has the sidecar of every Connect server create a Service in
+	// front of the server's pods (the namespace's if set); a pod's
+	// sparklet.io/connect-service annotation overrides it.
+	Service *bool `json:"service,omitempty"`
 }
 
 // KeySessionTimeout is Spark's idle session timeout: a session with no
@@ -59,6 +63,10 @@ func stricterConnect(cluster Connect, ns *Connect) Connect {
 			Defaults: mergeMap(cluster.Spark.Defaults, ns.Spark.Defaults),
 			Enforced: mergeMap(ns.Spark.Enforced, cluster.Spark.Enforced),
 		},
+		Service: cluster.Service,
+	}
+	if ns.Service != nil {
+		out.Service = ns.Service
 	}
 	if ns.MaxSessions > 0 && (out.MaxSessions == 0 || ns.MaxSessions < out.MaxSessions) {
 		out.MaxSessions = ns.MaxSessions

@@ -110,6 +110,9 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	gate.open(api)
 	s.markReady(api)
 	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
+	if s.cfg.ConnectListen != "" {
+		exposeConnect(ctx, s.client, s.driver.Pod, pol, true, s.events)
+	}
 	logs, err := s.shipEventLogs(pol)
 	if err != nil {
 		return err

@@ -21,6 +21,9 @@ const (
 	// LabelDriverApp: the sidecar of a driver whose every JVM is an application of its own writes the driver pod's
 	// spark-app-selector on the executors, ConfigMaps and PVCs of each; it watches and cleans up by it
 	LabelDriverApp = "sparklet.io/driver-app"
+	// LabelConnectServer: the webhook writes the name of the Spark Connect server a pod runs (its Deployment's or
+	// StatefulSet's, else the pod's) on the pod; the server's Service selects its pods by it
+	LabelConnectServer = "sparklet.io/connect-server"
 )
 
 // sparklet's annotations on a driver pod, and on the executors the sidecar
@@ -38,6 +41,8 @@ const (
 	AnnotationScheduling         = "sparklet.io/scheduling"          // the webhook writes the scheduler, queue and gang; the sidecar reads it and stamps executors
 	AnnotationStatus             = "sparklet.io/status"              // the webhook writes what it injected; the webhook (on reinvocation) and `sparklet check` read it
 	AnnotationUIURL              = "sparklet.io/ui-url"              // the sidecar writes the Spark UI's address; users and `sparklet check` read it
+	AnnotationConnectService     = "sparklet.io/connect-service"     // the user writes "true" or "false" for a Spark Connect server's Service; the webhook and the sidecar read it
+	AnnotationConnectURL         = "sparklet.io/connect-url"         // the sidecar writes the Connect Service's address; users and `sparklet check` read it
 	AnnotationEnded              = "sparklet.io/ended"               // the sidecar writes how the application ended, "<class>: <message>" (the classes below); users and `sparklet check` read it
 )
 

@@ -36,6 +36,7 @@ func TestConnectServerRestart(t *testing.T) {
 	podApp := pod.Labels[vocab.LabelAppID]
 	first := waitConnectApp(t, ns, pod.Name, podApp, "", 2)
 	waitServerStarted(t, ns, pod.Name, 1)
+	waitConnectService(t, ns, pod)
 
 	killed := time.Now()
 	killJVM(t, ns, pod.Name, first, "Spark "+d.Version+": the first JVM's executors")
@@ -67,6 +68,7 @@ func TestConnectServerRestart(t *testing.T) {
 	kubectl(t, nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
 	waitPodGone(t, ns, pod.Name, 2*time.Minute)
 	waitClean(t, ns, second, 30*time.Second)
+	waitConnectServiceGone(t, ns, pod.Name)
 	if stopped := "Successfully stopped SparkContext"; !strings.Contains(log(ns, pod.Name, "spark"), stopped) {
 		t.Errorf("the server's log does not say %q after its pod was deleted\n%s", stopped, driverLogTail(ns, pod.Name))
 	}

@@ -339,7 +339,7 @@ func (e *Env) driverRBAC(ctx context.Context, ns string) error {
 				{APIGroups: []string{""}, Resources: []string{"pods/resize"}, Verbs: []string{"patch"}},
 				{APIGroups: []string{""}, Resources: []string{"resourcequotas"}, Verbs: []string{"list"}},
 				{APIGroups: []string{"metrics.k8s.io"}, Resources: []string{"pods"}, Verbs: []string{"get"}},
-				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "delete", "deletecollection"}},
+				{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "patch", "delete", "deletecollection"}},
 				{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 			}}, metav1.CreateOptions{})
 			return err

@@ -70,7 +70,7 @@ func sidecarRBAC(t *testing.T) {
 	all := []string{"get", "list", "watch", "create", "delete", "deletecollection", "patch"}
 	_, err = client.RbacV1().Roles(namespace).Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: "sparklet-driver"}, Rules: []rbacv1.PolicyRule{
 		{APIGroups: []string{""}, Resources: []string{"pods", "configmaps", "persistentvolumeclaims"}, Verbs: all},
-		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "delete", "deletecollection"}},
+		{APIGroups: []string{""}, Resources: []string{"services"}, Verbs: []string{"list", "create", "patch", "delete", "deletecollection"}},
 		{APIGroups: []string{""}, Resources: []string{"events"}, Verbs: []string{"create", "patch"}},
 	}}, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
