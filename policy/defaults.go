@@ -82,7 +82,7 @@ func (s *Sidecar) SetDefaults(version string) {
 	if s.Resources == nil {
 		s.Resources = &corev1.ResourceRequirements{
 			Requests: corev1.ResourceList{
-				corev1.ResourceCPU:    resource.MustParse("50m"),
+				corev1.ResourceCPU: resource.MustParse("50m"),
 				// bench's sidecar section: 29 MiB peak with 100
 				// executors, 36 MiB with 1000; idle, under 1m of CPU.
 				corev1.ResourceMemory: resource.MustParse("48Mi"),
