@@ -41,3 +41,38 @@ func TestPodConnect(t *testing.T) {
 		}
 	}
 }
+
+// TestPodConnectTLS: for a server the policy gives a TLS certificate,
+// check prints the TLS connection strings and the Secret whose CA
+// clients trust, and no cleartext one.
+func TestPodConnectTLS(t *testing.T) {
+	o := options(t)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "connect-0", Namespace: "team-a", Labels: map[string]string{vocab.LabelRole: "driver"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.3.0",
+			Command: []string{"/opt/spark/bin/spark-submit"}, Args: []string{"--class", "org.apache.spark.sql.connect.service.SparkConnectServer"}}}},
+	}
+	pol := o.Policy.For("team-a")
+	pol.Connect.TLSSecretName = "connect-tls"
+	if _, err := patches.Driver(pod, patches.Input{Namespace: "team-a", Policy: pol, Version: "test", AppID: "spark-1"}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
+	o = options(t, hookConfig(), ns("team-a", nil), pod)
+	var out strings.Builder
+	if _, err := Pod(context.Background(), &out, o, "team-a", "connect-0"); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"    over TLS only, with the certificate of Secret connect-tls;",
+		"    in the cluster: sc://HOST:15002/;use_ssl=true;token=$TOKEN, HOST a name the certificate holds",
+		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;use_ssl=true;token=$TOKEN, if the certificate names localhost too\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "authorization=Bearer") {
+		t.Errorf("output has a cleartext connection string:\n%s", out.String())
+	}
+}
