@@ -341,14 +341,16 @@ func BenchmarkConnectProxy(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stop()
+	ca := newTestCA(b, "bench")
+	overTLS := serveConnectTLS(b, auth, jvm.addr, ca, b.TempDir())
 	frame := connectRequest("s", "alice", false)
-	for _, c := range []struct{ name, addr string }{{"direct", jvm.addr}, {"proxy", proxied}} {
+	for _, c := range []struct{ name, url string }{{"direct", "http://" + jvm.addr}, {"proxy", "http://" + proxied}, {"proxy-tls", "https://" + overTLS}} {
 		b.Run(c.name, func(b *testing.B) {
-			tr := &http.Transport{Protocols: new(http.Protocols)}
+			tr := tlsTransport(ca.pool)
 			tr.Protocols.SetUnencryptedHTTP2(true)
 			defer tr.CloseIdleConnections()
 			for b.Loop() {
-				req, _ := http.NewRequest("POST", "http://"+c.addr+"/spark.connect.SparkConnectService/AnalyzePlan", bytes.NewReader(frame))
+				req, _ := http.NewRequest("POST", c.url+"/spark.connect.SparkConnectService/AnalyzePlan", bytes.NewReader(frame))
 				req.Header.Set("Content-Type", "application/grpc")
 				req.Header.Set("Authorization", "Bearer t")
 				resp, err := tr.RoundTrip(req)

@@ -28,7 +28,7 @@ type testCA struct {
 	pool       *x509.CertPool
 }
 
-func newTestCA(t *testing.T, name string) testCA {
+func newTestCA(t testing.TB, name string) testCA {
 	t.Helper()
 	ca, err := certs.New(&x509.Certificate{Subject: pkix.Name{CommonName: name}, IsCA: true, BasicConstraintsValid: true,
 		KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Minute), NotAfter: time.Now().Add(time.Hour)}, nil)
@@ -49,13 +49,34 @@ func newTestCA(t *testing.T, name string) testCA {
 
 // install writes the server certificate as the kubelet lays out a
 // kubernetes.io/tls Secret.
-func (c testCA) install(t *testing.T, dir string) {
+func (c testCA) install(t testing.TB, dir string) {
 	t.Helper()
 	for name, data := range map[string][]byte{"tls.crt": c.server.CertPEM, "tls.key": c.server.KeyPEM, "ca.crt": c.ca.CertPEM} {
 		if err := atomicfile.Write(filepath.Join(dir, name), data, 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}
+}
+
+// serveConnectTLS serves a proxy to jvm over TLS only with ca's server
+// certificate, installed in dir, until the test ends.
+func serveConnectTLS(t testing.TB, auth *connectAuth, jvm string, ca testCA, dir string) (addr string) {
+	t.Helper()
+	ca.install(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	tlsConf, err := loadConnectCert(ctx, dir, "connect-tls", logrus.NewEntry(logrus.New()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := newConnectProxy(auth, jvm, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
+	proxy.tlsSecret = "connect-tls"
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy, tlsConf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
 }
 
 // tlsTransport is an HTTP/2 client that trusts pool.
@@ -75,23 +96,10 @@ func TestConnectTLS(t *testing.T) {
 	t.Cleanup(func() { connectCertInterval = 10 * time.Second })
 	first, second := newTestCA(t, "first CA"), newTestCA(t, "second CA")
 	dir := t.TempDir()
-	first.install(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	tlsConf, err := loadConnectCert(ctx, dir, "connect-tls", logrus.NewEntry(logrus.New()))
-	if err != nil {
-		t.Fatal(err)
-	}
 	jvm := startFakeJVM(t)
 	rv := &reviews{users: map[string]string{"alice-token": "alice"}, allowed: map[string]bool{"alice": true}}
 	auth := newConnectAuth(rv.clientset(), "spark-jobs", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	proxy := newConnectProxy(auth, jvm.addr, []byte("jvm-secret"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
-	proxy.tlsSecret = "connect-tls"
-	addr, stop, err := serveConnect("127.0.0.1:0", proxy, tlsConf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr := serveConnectTLS(t, auth, jvm.addr, first, dir)
 	frame := connectRequest("session-1", "me", false)
 
 	trusting := tlsTransport(first.pool)
