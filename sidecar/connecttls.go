@@ -38,8 +38,9 @@ func loadConnectCert(ctx context.Context, dir, secret string, log *logrus.Entry)
 
 // tlsFirstListener serves TLS connections, and cleartext ones too so that
 // the handler can refuse their calls with a gRPC status that says to use
-// TLS, which a client shows at once; a failed handshake is retried by
-// Spark's clients for minutes. A connection's first byte decides: 0x16
+// TLS, which a client shows at once; a failed handshake is an
+// UNAVAILABLE, which Spark's Python client retries for about ten minutes
+// (DefaultPolicy in pyspark/sql/connect/client/retries.py, 4.2.0). A connection's first byte decides: 0x16
 // opens a TLS handshake record. Connections are sorted off the accept
 // loop, so a slow client holds up no other. Those it hands out are
 // *tls.Conn for TLS, so net/http negotiates HTTP/2 by ALPN and sets
