@@ -2,6 +2,7 @@ package check
 
 import (
 	"net"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -38,6 +39,17 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 	}
 	r.line("spark connect: the sidecar admits clients on port %s whose Kubernetes token passes a TokenReview and whose user may %s in namespace %s",
 		port, access, pod.Namespace)
+	if env[vocab.EnvConnectTLSDir] != "" {
+		secret := connectTLSSecret(pod)
+		r.line("  over TLS only, with the certificate of Secret %s; clients trust its CA (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=ca.pem for the Python client)", secret)
+		r.line("  in the cluster: sc://HOST:%s/;use_ssl=true;token=$TOKEN, HOST a name the certificate holds, such as its Service's DNS name", port)
+		if url := pod.Annotations[vocab.AnnotationConnectURL]; url != "" {
+			r.line("  through its Service, to any of the server's pods: %s/;use_ssl=true;token=$TOKEN, if the certificate names %s", url, strings.TrimSuffix(strings.TrimPrefix(url, "sc://"), ":"+port))
+		}
+		r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;use_ssl=true;token=$TOKEN, if the certificate names localhost too", pod.Namespace, pod.Name, port, port)
+		r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
+		return
+	}
 	if ip := pod.Status.PodIP; ip != "" {
 		r.line("  in the cluster: sc://%s/;authorization=Bearer%%20$TOKEN", net.JoinHostPort(ip, port))
 	}
@@ -46,6 +58,17 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 	}
 	r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;token=$TOKEN", pod.Namespace, pod.Name, port, port)
 	r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
+}
+
+// connectTLSSecret is the Secret the sidecar serves Connect clients over
+// TLS with.
+func connectTLSSecret(pod *corev1.Pod) string {
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == patches.VolumeConnectTLS && v.Secret != nil {
+			return v.Secret.SecretName
+		}
+	}
+	return "(none: the pod has no " + patches.VolumeConnectTLS + " volume)"
 }
 
 // sidecarEnv is the literal env of the pod's sidecar container.

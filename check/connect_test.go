@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/policy"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -16,22 +17,7 @@ import (
 // prints the connection strings clients use with a Kubernetes token and
 // the permission they need.
 func TestPodConnect(t *testing.T) {
-	o := options(t)
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "connect-0", Namespace: "team-a", Labels: map[string]string{vocab.LabelRole: "driver"}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.3.0",
-			Command: []string{"/opt/spark/bin/spark-submit"}, Args: []string{"--class", "org.apache.spark.sql.connect.service.SparkConnectServer"}}}},
-	}
-	if _, err := patches.Driver(pod, patches.Input{Namespace: "team-a", Policy: o.Policy.For("team-a"), Version: "test", AppID: "spark-1"}); err != nil {
-		t.Fatal(err)
-	}
-	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
-	pod.Annotations[vocab.AnnotationConnectURL] = "sc://connect-connect.team-a.svc:15002"
-	o = options(t, hookConfig(), ns("team-a", nil), pod)
-	var out strings.Builder
-	if _, err := Pod(context.Background(), &out, o, "team-a", "connect-0"); err != nil {
-		t.Fatal(err)
-	}
+	out := checkConnectServer(t, func(*policy.Effective) {})
 	for _, want := range []string{
 		"  spark connect: the sidecar admits clients on port 15002 whose Kubernetes token passes a TokenReview and whose user may create sparkconnect.sparklet.io in namespace team-a\n",
 		"    in the cluster: sc://10.1.2.3:15002/;authorization=Bearer%20$TOKEN\n",
@@ -42,4 +28,47 @@ func TestPodConnect(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
+}
+
+// TestPodConnectTLS: for a server the policy gives a TLS certificate,
+// check prints the TLS connection strings and the Secret whose CA
+// clients trust, and no cleartext one.
+func TestPodConnectTLS(t *testing.T) {
+	out := checkConnectServer(t, func(p *policy.Effective) { p.Connect.TLSSecretName = "connect-tls" })
+	for _, want := range []string{
+		"    over TLS only, with the certificate of Secret connect-tls;",
+		"    in the cluster: sc://HOST:15002/;use_ssl=true;token=$TOKEN, HOST a name the certificate holds",
+		"    through its Service, to any of the server's pods: sc://connect-connect.team-a.svc:15002/;use_ssl=true;token=$TOKEN, if the certificate names connect-connect.team-a.svc\n",
+		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;use_ssl=true;token=$TOKEN, if the certificate names localhost too\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "authorization=Bearer") {
+		t.Errorf("output has a cleartext connection string:\n%s", out.String())
+	}
+}
+
+// checkConnectServer is what check prints of a running Connect server on
+// Spark 4.3.0 injected under the policy as edit leaves it.
+func checkConnectServer(t *testing.T, edit func(*policy.Effective)) *strings.Builder {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "connect-0", Namespace: "team-a", Labels: map[string]string{vocab.LabelRole: "driver"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyAlways, Containers: []corev1.Container{{Name: "spark", Image: "apache/spark:4.3.0",
+			Command: []string{"/opt/spark/bin/spark-submit"}, Args: []string{"--class", "org.apache.spark.sql.connect.service.SparkConnectServer"}}}},
+	}
+	pol := options(t).Policy.For("team-a")
+	edit(pol)
+	if _, err := patches.Driver(pod, patches.Input{Namespace: "team-a", Policy: pol, Version: "test", AppID: "spark-1"}); err != nil {
+		t.Fatal(err)
+	}
+	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
+	pod.Annotations[vocab.AnnotationConnectURL] = "sc://connect-connect.team-a.svc:15002"
+	var out strings.Builder
+	if _, err := Pod(context.Background(), &out, options(t, hookConfig(), ns("team-a", nil), pod), "team-a", "connect-0"); err != nil {
+		t.Fatal(err)
+	}
+	return &out
 }

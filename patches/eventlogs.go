@@ -77,12 +77,7 @@ func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		return nil
 	}
 	shareEventLogGroup(pod, p)
-	var sc *corev1.Container
-	for i := range pod.Spec.InitContainers {
-		if pod.Spec.InitContainers[i].Name == SidecarName {
-			sc = &pod.Spec.InitContainers[i]
-		}
-	}
+	sc := sidecarContainer(pod)
 	if sc == nil {
 		return fmt.Errorf("no %s container to ship event logs", SidecarName)
 	}

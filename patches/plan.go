@@ -33,6 +33,9 @@ type plan struct {
 	// connectAuth is set when the sidecar admits the Connect server's
 	// clients (planConnectAuth).
 	connectAuth bool
+	// connectTLS is the Secret the sidecar serves Connect clients over
+	// TLS with, or empty (planConnectTLS).
+	connectTLS string
 	// appPerJVM is set when the container restarts in place, so that each
 	// JVM is an application of its own (planAppPerJVM).
 	appPerJVM bool

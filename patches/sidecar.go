@@ -36,6 +36,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		AppPerJVM:      p.appPerJVM,
 		ConnectListen:  p.connectListen(),
 		ConnectBackend: p.connectBackend(),
+		ConnectTLSDir:  p.connectTLSDir(),
 		EventLogDir:    p.eventLogDir(),
 	}.EnvVars()
 	// The Go runtime collects harder as the heap nears the container's

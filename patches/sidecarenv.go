@@ -46,6 +46,10 @@ type SidecarEnv struct {
 	// them, and the JVM's port on 127.0.0.1; rendered only when set.
 	ConnectListen  string
 	ConnectBackend string
+	// ConnectTLSDir holds tls.crt and tls.key, from the policy's
+	// connect.tlsSecretName: the sidecar then serves Connect clients over
+	// TLS only; rendered only when set.
+	ConnectTLSDir string
 	// EventLogDir is where the JVM writes the event logs the sidecar
 	// ships to the policy's history store; rendered only when set.
 	EventLogDir string
@@ -70,6 +74,9 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 	if e.ConnectListen != "" {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectListen, Value: e.ConnectListen},
 			corev1.EnvVar{Name: vocab.EnvConnectBackend, Value: e.ConnectBackend})
+	}
+	if e.ConnectTLSDir != "" {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectTLSDir, Value: e.ConnectTLSDir})
 	}
 	if e.EventLogDir != "" {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvEventLogDir, Value: e.EventLogDir})
@@ -108,6 +115,7 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
 		ConnectListen:    get(vocab.EnvConnectListen, ""),
 		ConnectBackend:   get(vocab.EnvConnectBackend, ""),
+		ConnectTLSDir:    get(vocab.EnvConnectTLSDir, ""),
 		EventLogDir:      get(vocab.EnvEventLogDir, ""),
 	}
 }

@@ -24,6 +24,10 @@ type Connect struct {
 	// front of the server's pods (the namespace's if set); a pod's
 	// sparklet.io/connect-service annotation overrides it.
 	Service *bool `json:"service,omitempty"`
+	// TLSSecretName names a kubernetes.io/tls Secret in the server's
+	// namespace: the sidecar then serves the Connect port over TLS only,
+	// with its tls.crt and tls.key (docs/connect.md#tls).
+	TLSSecretName string `json:"tlsSecretName,omitempty"`
 }
 
 // KeySessionTimeout is Spark's idle session timeout: a session with no
@@ -51,7 +55,8 @@ func (c Connect) SparkSessionTimeout() string {
 // stricterConnect is the cluster's connect section narrowed by a
 // namespace's: the smaller limit and timeout where both set one, the
 // namespace's Spark defaults over the cluster's, the cluster's enforced
-// values over the namespace's.
+// values over the namespace's, the namespace's TLS Secret over the
+// cluster's (a namespace may name its own Secret but not turn TLS off).
 func stricterConnect(cluster Connect, ns *Connect) Connect {
 	if ns == nil {
 		return cluster
@@ -59,6 +64,7 @@ func stricterConnect(cluster Connect, ns *Connect) Connect {
 	out := Connect{
 		MaxSessions:        cluster.MaxSessions,
 		SessionIdleTimeout: cluster.SessionIdleTimeout,
+		TLSSecretName:      cluster.TLSSecretName,
 		Spark: SparkConf{
 			Defaults: mergeMap(cluster.Spark.Defaults, ns.Spark.Defaults),
 			Enforced: mergeMap(ns.Spark.Enforced, cluster.Spark.Enforced),
@@ -74,6 +80,9 @@ func stricterConnect(cluster Connect, ns *Connect) Connect {
 	if d := ns.IdleTimeout(); d > 0 && (out.IdleTimeout() == 0 || d < out.IdleTimeout()) {
 		out.SessionIdleTimeout = ns.SessionIdleTimeout
 	}
+	if ns.TLSSecretName != "" {
+		out.TLSSecretName = ns.TLSSecretName
+	}
 	return out
 }
 
@@ -88,6 +97,9 @@ func (v *validator) connect(at string, c *Connect) {
 		if d, err := time.ParseDuration(c.SessionIdleTimeout); err != nil || d < time.Second {
 			v.add(at+".sessionIdleTimeout", "%q is not a duration of a second or more, such as 30m", c.SessionIdleTimeout)
 		}
+	}
+	if c.TLSSecretName != "" {
+		v.dnsSubdomain(at+".tlsSecretName", c.TLSSecretName)
 	}
 	v.spark(at+".spark", c.Spark)
 	for section, conf := range map[string]map[string]string{"defaults": c.Spark.Defaults, "enforced": c.Spark.Enforced} {

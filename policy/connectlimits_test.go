@@ -14,6 +14,7 @@ func TestConnectLimits(t *testing.T) {
 connect:
   maxSessions: 10
   sessionIdleTimeout: 30m
+  tlsSecretName: connect-tls
   spark:
     defaults: {spark.dynamicAllocation.enabled: "true", spark.dynamicAllocation.minExecutors: "0"}
     enforced: {spark.dynamicAllocation.shuffleTracking.enabled: "true"}
@@ -26,7 +27,7 @@ namespaces:
         defaults: {spark.dynamicAllocation.minExecutors: "1"}
         enforced: {spark.dynamicAllocation.shuffleTracking.enabled: "false"}
   loose:
-    connect: {maxSessions: 50, sessionIdleTimeout: 5m}
+    connect: {maxSessions: 50, sessionIdleTimeout: 5m, tlsSecretName: loose-connect-tls}
 `), "dev")
 	if err != nil {
 		t.Fatal(err)
@@ -44,7 +45,10 @@ namespaces:
 	if loose := p.For("loose").Connect; loose.MaxSessions != 10 || loose.IdleTimeout() != 5*time.Minute {
 		t.Errorf("loose: %d sessions, %v, want the cluster's 10 and its own 5m", loose.MaxSessions, loose.IdleTimeout())
 	}
-	if other := p.For("other").Connect; other.MaxSessions != 10 || other.SessionIdleTimeout != "30m" {
+	if small.TLSSecretName != "connect-tls" || p.For("loose").Connect.TLSSecretName != "loose-connect-tls" {
+		t.Errorf("TLS Secrets: small %q, loose %q, want the cluster's connect-tls and loose's own", small.TLSSecretName, p.For("loose").Connect.TLSSecretName)
+	}
+	if other := p.For("other").Connect; other.MaxSessions != 10 || other.SessionIdleTimeout != "30m" || other.TLSSecretName != "connect-tls" {
 		t.Errorf("another namespace: %+v, want the cluster's", other)
 	}
 	if (Connect{}).SparkSessionTimeout() != "" {
@@ -57,6 +61,7 @@ namespaces:
 		"connect: {spark: {defaults: {dynamicAllocation: 'true'}}}":     `connect.spark.defaults.dynamicAllocation: Spark properties start with "spark."`,
 		"connect: {spark: {enforced: {spark.master: x}}}":               "connect.spark.enforced.spark.master: reserved",
 		"connect: {spark: {defaults: {" + KeySessionTimeout + ": 1h}}}": "connect.spark.defaults." + KeySessionTimeout + ": set it with connect.sessionIdleTimeout",
+		"namespaces: {a: {connect: {tlsSecretName: Connect_TLS}}}":      `namespaces.a.connect.tlsSecretName: "Connect_TLS": a lowercase RFC 1123 subdomain`,
 	} {
 		if _, err := Parse([]byte(doc), "dev"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want it to contain %q", doc, err, want)

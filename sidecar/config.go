@@ -27,6 +27,7 @@ type Config struct {
 	AppPerJVM        bool   // vocab.EnvAppPerJVM: every JVM of the Spark container is an application of its own
 	ConnectListen    string // vocab.EnvConnectListen: Spark Connect clients; "" serves none
 	ConnectBackend   string // vocab.EnvConnectBackend: the JVM's Connect port on 127.0.0.1
+	ConnectTLSDir    string // vocab.EnvConnectTLSDir: tls.crt and tls.key for Connect clients; "" serves cleartext
 	EventLogDir      string // vocab.EnvEventLogDir: the JVM's event logs, which the sidecar ships; empty for none
 	Kubeconfig       string // --kubeconfig; empty means in-cluster
 	// CleanupTimeout bounds the deletes after the driver ends.
@@ -52,6 +53,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ConnectListen != "" && c.ConnectBackend == "" {
 		errs = append(errs, fmt.Errorf("%s (--connect-backend) is required with %s; the webhook sets both", vocab.EnvConnectBackend, vocab.EnvConnectListen))
+	}
+	if c.ConnectTLSDir != "" && c.ConnectListen == "" {
+		errs = append(errs, fmt.Errorf("%s (--connect-tls-dir) applies only with %s; the webhook sets both", vocab.EnvConnectTLSDir, vocab.EnvConnectListen))
 	}
 	if c.CleanupTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("--cleanup-timeout must be positive"))

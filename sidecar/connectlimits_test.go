@@ -33,7 +33,7 @@ func TestConnectSessionLimit(t *testing.T) {
 	proxy := newConnectProxy(auth, jvm.addr, []byte("x"), limits, reg, logrus.NewEntry(logrus.New()))
 	now := time.Unix(1_800_000_000, 0)
 	proxy.sessions.now = func() time.Time { return now }
-	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

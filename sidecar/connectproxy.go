@@ -1,6 +1,8 @@
 package sidecar
 
 import (
+	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -24,11 +26,15 @@ const connectTokenName = "connect"
 // connectProxy serves Spark Connect clients on the pod's addresses and
 // forwards those connectAuth admits to the JVM's Connect port on
 // 127.0.0.1, with the JVM's own token in place of theirs
-// (docs/connect.md). Clients speak gRPC over cleartext HTTP/2 with prior
-// knowledge, as Spark's clients do without use_ssl; so does the proxy to
-// the JVM. A refusal is a gRPC status, never an HTTP error, so the client
-// shows its message.
+// (docs/connect.md). Clients speak gRPC over TLS when the policy names a
+// certificate (tlsSecret), else over cleartext HTTP/2 with prior
+// knowledge, as Spark's clients do without use_ssl; the proxy speaks
+// cleartext to the JVM on 127.0.0.1. A refusal is a gRPC status, never an
+// HTTP error, so the client shows its message.
 type connectProxy struct {
+	// tlsSecret, when set, is the Secret of the certificate clients must
+	// connect with TLS to; a cleartext call is refused.
+	tlsSecret  string
 	auth       *connectAuth
 	sessions   *connectSessions
 	forward    http.Handler
@@ -78,6 +84,11 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "this port serves Spark Connect: gRPC over HTTP/2", http.StatusUnsupportedMediaType)
 		return
 	}
+	if p.tlsSecret != "" && r.TLS == nil {
+		p.requests.WithLabelValues("", grpcCodeNames[grpcUnauthenticated]).Inc()
+		writeGRPCStatus(w, grpcUnauthenticated, p.cleartextRefusal(r))
+		return
+	}
 	v := p.auth.admit(r.Context(), r.Header.Get("Authorization"))
 	var done func()
 	if v.code == grpcOK {
@@ -94,6 +105,17 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.operations.WithLabelValues(user).Inc()
 	}
 	p.forward.ServeHTTP(w, r)
+}
+
+// cleartextRefusal says how to connect to a server that takes TLS only.
+// The call's token is never reviewed: it crossed the network unencrypted.
+func (p *connectProxy) cleartextRefusal(r *http.Request) string {
+	msg := "this Spark Connect server takes TLS only: connect with sc://HOST:PORT/;use_ssl=true;token=TOKEN, trusting the CA of the certificate in Secret " +
+		strconv.Quote(p.tlsSecret) + " (docs/connect.md#tls)"
+	if r.Header.Get("Authorization") != "" {
+		msg += "; the token this call carried crossed the network unencrypted"
+	}
+	return msg
 }
 
 // writeGRPCStatus answers a gRPC call with a status and no message, a
@@ -122,15 +144,20 @@ func encodeGRPCMessage(msg string) string {
 	return b.String()
 }
 
-// serveConnect serves h to Spark Connect clients on listen, cleartext
-// HTTP/2 only, until stop is called.
-func serveConnect(listen string, h http.Handler) (addr string, stop func(), err error) {
+// serveConnect serves h to Spark Connect clients on listen, HTTP/2 only,
+// until stop is called: over cleartext, and over TLS too when tlsConf is
+// set (tlsFirstListener).
+func serveConnect(listen string, h http.Handler, tlsConf *tls.Config) (addr string, stop func(), err error) {
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return "", nil, fmt.Errorf("the Spark Connect port %s: %w", listen, err)
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, Protocols: new(http.Protocols)}
 	srv.Protocols.SetUnencryptedHTTP2(true)
+	if tlsConf != nil {
+		srv.Protocols.SetHTTP2(true)
+		ln = newTLSFirstListener(ln, tlsConf)
+	}
 	go func() { _ = srv.Serve(ln) }()
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
@@ -139,6 +166,9 @@ func serveConnect(listen string, h http.Handler) (addr string, stop func(), err 
 // serves Connect clients, when the webhook asked for it (the driver is a
 // Spark Connect server on Spark 4.0+). It runs before the sidecar is
 // ready, so the token is there when the JVM starts.
+// With a certificate (the policy's connect.tlsSecretName, mounted at
+// ConnectTLSDir) clients must use TLS; files that do not load keep the
+// sidecar from starting.
 func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	if s.cfg.ConnectListen == "" {
 		return func() {}, nil
@@ -147,16 +177,28 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("the Spark Connect token: %w", err)
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var tlsConf *tls.Config
+	if s.cfg.ConnectTLSDir != "" {
+		if tlsConf, err = loadConnectCert(ctx, s.cfg.ConnectTLSDir, pol.Connect.TLSSecretName, s.log); err != nil {
+			cancel()
+			return nil, err
+		}
+	}
 	access := pol.Sidecar.ConnectAccessOrDefault()
 	auth := newConnectAuth(s.client, s.cfg.Namespace, access, s.log)
 	proxy := newConnectProxy(auth, s.cfg.ConnectBackend, token, limitsOf(pol.Connect), s.metrics.registry, s.log)
-	addr, stop, err := serveConnect(s.cfg.ConnectListen, proxy)
+	if tlsConf != nil {
+		proxy.tlsSecret = pol.Connect.TLSSecretName
+	}
+	addr, stopServing, err := serveConnect(s.cfg.ConnectListen, proxy, tlsConf)
 	if err != nil {
+		cancel()
 		return nil, err
 	}
 	s.apps.whenJVMEnds(proxy.sessions.forgetAll)
 	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName(),
-		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String()}).
+		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String(), "tls": tlsConf != nil}).
 		Info("serving Spark Connect clients")
-	return stop, nil
+	return func() { stopServing(); cancel() }, nil
 }

@@ -48,7 +48,7 @@ func startFakeJVM(t testing.TB) *fakeJVM {
 		w.Header().Set("Trailer", "Grpc-Status")
 		_, _ = w.Write(append([]byte("reply to "), string(protoField(body[5:], 1))...))
 		w.Header().Set("Grpc-Status", "0")
-	}))
+	}), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,17 @@ func callRPC(t *testing.T, addr, token, rpc string, frame []byte) (body, status,
 	tr := &http.Transport{Protocols: new(http.Protocols)}
 	tr.Protocols.SetUnencryptedHTTP2(true)
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequest("POST", "http://"+addr+rpc, bytes.NewReader(frame))
+	body, status, message, err := callWith(t, tr, "http://"+addr+rpc, token, frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return body, status, message
+}
+
+// callWith makes one call to target, a URL, through tr.
+func callWith(t *testing.T, tr *http.Transport, target, token string, frame []byte) (body, status, message string, err error) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", target, bytes.NewReader(frame))
 	req.Header.Set("Content-Type", "application/grpc")
 	req.Header.Set("Te", "trailers")
 	if token != "" {
@@ -136,12 +146,12 @@ func callRPC(t *testing.T, addr, token, rpc string, frame []byte) (body, status,
 	}
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
-		t.Fatal(err)
+		return "", "", "", err
 	}
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		t.Fatalf("HTTP %d, want 200 (gRPC answers with a status)", resp.StatusCode)
+	if resp.StatusCode != http.StatusOK || resp.ProtoMajor != 2 {
+		t.Fatalf("HTTP %d over %s, want 200 over HTTP/2 (gRPC answers with a status)", resp.StatusCode, resp.Proto)
 	}
 	status, message = resp.Trailer.Get("Grpc-Status"), resp.Trailer.Get("Grpc-Message")
 	if status == "" {
@@ -151,7 +161,7 @@ func callRPC(t *testing.T, addr, token, rpc string, frame []byte) (body, status,
 	if err != nil {
 		t.Fatalf("grpc-message %q is not percent-encoded: %v", message, err)
 	}
-	return string(b), status, m
+	return string(b), status, m, nil
 }
 
 // TestConnectProxy: a client without a token, with a token the API server
@@ -166,7 +176,7 @@ func TestConnectProxy(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	auth := newConnectAuth(rv.clientset(), "spark-jobs", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
 	proxy := newConnectProxy(auth, jvm.addr, []byte("jvm-secret"), limitsOf(policy.Connect{}), reg, logrus.NewEntry(logrus.New()))
-	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +235,7 @@ func TestConnectProxyJVMDown(t *testing.T) {
 	ln.Close()
 	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, down, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, down, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +290,7 @@ func TestConnectSessions(t *testing.T) {
 	rv := &reviews{users: map[string]string{"alice-token": "alice", "carol-token": "carol"}, allowed: map[string]bool{"alice": true, "carol": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
 	proxy := newConnectProxy(auth, jvm.addr, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
-	addr, stop, err := serveConnect("127.0.0.1:0", proxy)
+	addr, stop, err := serveConnect("127.0.0.1:0", proxy, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -326,19 +336,21 @@ func BenchmarkConnectProxy(b *testing.B) {
 	jvm := startFakeJVM(b)
 	rv := &reviews{users: map[string]string{"t": "alice"}, allowed: map[string]bool{"alice": true}}
 	auth := newConnectAuth(rv.clientset(), "ns", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
-	proxied, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())))
+	proxied, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())), nil)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer stop()
+	ca := newTestCA(b, "bench")
+	overTLS := serveConnectTLS(b, auth, jvm.addr, ca, b.TempDir())
 	frame := connectRequest("s", "alice", false)
-	for _, c := range []struct{ name, addr string }{{"direct", jvm.addr}, {"proxy", proxied}} {
+	for _, c := range []struct{ name, url string }{{"direct", "http://" + jvm.addr}, {"proxy", "http://" + proxied}, {"proxy-tls", "https://" + overTLS}} {
 		b.Run(c.name, func(b *testing.B) {
-			tr := &http.Transport{Protocols: new(http.Protocols)}
+			tr := tlsTransport(ca.pool)
 			tr.Protocols.SetUnencryptedHTTP2(true)
 			defer tr.CloseIdleConnections()
 			for b.Loop() {
-				req, _ := http.NewRequest("POST", "http://"+c.addr+"/spark.connect.SparkConnectService/AnalyzePlan", bytes.NewReader(frame))
+				req, _ := http.NewRequest("POST", c.url+"/spark.connect.SparkConnectService/AnalyzePlan", bytes.NewReader(frame))
 				req.Header.Set("Content-Type", "application/grpc")
 				req.Header.Set("Authorization", "Bearer t")
 				resp, err := tr.RoundTrip(req)

@@ -106,3 +106,15 @@ func TestExposeConnectWithoutLabel(t *testing.T) {
 		t.Errorf("services %v, events %v; want none and one warning naming the label", svcs.Items, evs.Items)
 	}
 }
+
+// With TLS on the port, the Service declares no appProtocol: proxies
+// would speak cleartext HTTP/2 to it.
+func TestConnectServiceTLS(t *testing.T) {
+	svc, err := connectService(connectServerPod("a", "uid-a", nil), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := svc.Spec.Ports[0]; p.AppProtocol != nil {
+		t.Errorf("port %+v declares appProtocol %q over TLS", p, *p.AppProtocol)
+	}
+}

@@ -111,7 +111,7 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	s.markReady(api)
 	exposeUI(ctx, s.client, s.driver, pol, s.appID, s.events)
 	if s.cfg.ConnectListen != "" {
-		exposeConnect(ctx, s.client, s.driver.Pod, pol, true, s.events)
+		exposeConnect(ctx, s.client, s.driver.Pod, pol, s.cfg.ConnectTLSDir == "", s.events)
 	}
 	logs, err := s.shipEventLogs(pol)
 	if err != nil {

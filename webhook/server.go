@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
 
+	"github.com/sparklet/sparklet/internal/certfiles"
 	"github.com/sparklet/sparklet/internal/profiling"
 )
 
@@ -93,9 +94,9 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if s.certs == nil {
-		fc := &FileCerts{CertFile: s.cfg.TLSCertFile, KeyFile: s.cfg.TLSKeyFile, Interval: s.cfg.ReloadInterval, Log: s.log}
+		fc := &certfiles.Source{CertFile: s.cfg.TLSCertFile, KeyFile: s.cfg.TLSKeyFile, Interval: s.cfg.ReloadInterval, Log: s.log}
 		if err := fc.Start(ctx); err != nil {
-			return err
+			return fmt.Errorf("load --tls-cert-file and --tls-key-file: %w", err)
 		}
 		s.certs = fc
 	}

@@ -77,6 +77,13 @@ func TestConnectServerRestart(t *testing.T) {
 // connectPod waits for the Deployment's one pod to run its Spark container.
 func connectPod(t *testing.T, ns string) *corev1.Pod {
 	t.Helper()
+	return connectPodWhere(t, ns, "ran its Spark container", containerRunning("spark"))
+}
+
+// connectPodWhere waits until the Deployment has one pod and cond holds
+// for it.
+func connectPodWhere(t *testing.T, ns, what string, cond func(*corev1.Pod) bool) *corev1.Pod {
+	t.Helper()
 	var pod *corev1.Pod
 	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list, err := env.Client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=spark-connect"})
@@ -84,10 +91,10 @@ func connectPod(t *testing.T, ns string) *corev1.Pod {
 			return false, nil
 		}
 		pod = &list.Items[0]
-		return containerRunning("spark")(pod), nil
+		return cond(pod), nil
 	})
 	if err != nil {
-		t.Fatalf("the Deployment's pod never ran its Spark container: %v\nstatus: %+v", err, podStatus(pod))
+		t.Fatalf("the Deployment's pod never %s: %v\nstatus: %+v", what, err, podStatus(pod))
 	}
 	return pod
 }

@@ -111,6 +111,17 @@ func TestConnectAuth(t *testing.T) {
 // an IP.
 func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (string, *corev1.Pod) {
 	t.Helper()
+	ns := deployConnectServer(t, d, allowed, others)
+	pod := connectPod(t, ns)
+	waitServerStarted(t, ns, pod.Name, 1)
+	return ns, waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
+}
+
+// deployConnectServer applies examples/connect-deployment.yaml of d in the
+// test's namespace with the ServiceAccounts and the Role of
+// startConnectServer, and returns the namespace.
+func deployConnectServer(t *testing.T, d spark.Dist, allowed, others []string) string {
+	t.Helper()
 	ns := namespace(t)
 	ctx := context.Background()
 	grantReviews(t, ns)
@@ -137,9 +148,7 @@ rules:
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
 	})
-	pod := connectPod(t, ns)
-	waitServerStarted(t, ns, pod.Name, 1)
-	return ns, waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
+	return ns
 }
 
 // connectLatency times small calls in two sessions, straight to the JVM
@@ -301,12 +310,18 @@ func runConnectClient(t *testing.T, site, url string) string {
 // runInPod runs a client script in the network namespace of process pid.
 func runInPod(t *testing.T, site string, pid int, script string, urls ...string) string {
 	t.Helper()
-	return runPython(t, site, script, append([]string{"nsenter", "--net=/proc/" + strconv.Itoa(pid) + "/ns/net", "python3", "-W", "ignore", "SCRIPT"}, urls...)...)
+	return runInPodEnv(t, site, nil, pid, script, urls...)
 }
 
 // runPython runs args, SCRIPT standing for the script's file, and returns
 // the line the script printed that starts with RESULT, ERROR or LATENCY.
 func runPython(t *testing.T, site, script string, args ...string) string {
+	t.Helper()
+	return runPythonEnv(t, site, nil, script, args...)
+}
+
+// runPythonEnv is runPython with env added to the client's environment.
+func runPythonEnv(t *testing.T, site string, env []string, script string, args ...string) string {
 	t.Helper()
 	file := filepath.Join(t.TempDir(), "client.py")
 	if err := os.WriteFile(file, []byte(script), 0o644); err != nil {
@@ -320,7 +335,7 @@ func runPython(t *testing.T, site, script string, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), "PYTHONPATH="+site)
+	cmd.Env = append(append(os.Environ(), "PYTHONPATH="+site), env...)
 	out, err := cmd.CombinedOutput()
 	for _, line := range strings.Split(string(out), "\n") {
 		if strings.HasPrefix(line, "RESULT ") || strings.HasPrefix(line, "ERROR ") || strings.HasPrefix(line, "LATENCY ") {
