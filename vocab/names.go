@@ -38,6 +38,7 @@ const (
 	AnnotationScheduling         = "sparklet.io/scheduling"          // the webhook writes the scheduler, queue and gang; the sidecar reads it and stamps executors
 	AnnotationStatus             = "sparklet.io/status"              // the webhook writes what it injected; the webhook (on reinvocation) and `sparklet check` read it
 	AnnotationUIURL              = "sparklet.io/ui-url"              // the sidecar writes the Spark UI's address; users and `sparklet check` read it
+	AnnotationHistoryURL         = "sparklet.io/history-url"         // the sidecar writes the application's page on the policy's history server (history.url), once it ships the event log and knows the app id; users and `sparklet check` read it
 	AnnotationEnded              = "sparklet.io/ended"               // the sidecar writes how the application ended, "<class>: <message>" (the classes below); users and `sparklet check` read it
 )
 
