@@ -25,6 +25,7 @@ var knownAnnotations = map[string]string{
 	vocab.AnnotationStatus:             "written by sparklet",
 	vocab.AnnotationUI:                 `"true" or "false" (a Service for the Spark UI)`,
 	vocab.AnnotationUIURL:              "written by sparklet",
+	vocab.AnnotationHistoryURL:         "written by sparklet",
 	vocab.AnnotationEnded:              "written by sparklet",
 	vocab.AnnotationBatchScheduler:     "yunikorn, kueue or none",
 	vocab.AnnotationQueue:              "the batch scheduler's queue: a YuniKorn queue path or a Kueue LocalQueue",
