@@ -83,24 +83,31 @@ func checkHistoryURLEvent(t *testing.T, ns, page string) {
 func startHistorySync(t *testing.T, dir string) {
 	t.Helper()
 	creds := t.TempDir()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": store.AccessKey, "AWS_SECRET_ACCESS_KEY": store.SecretKey} {
-		if err := os.WriteFile(filepath.Join(creds, k), []byte(v), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := store.WriteCredentials(creds); err != nil {
+		t.Fatal(err)
 	}
-	logFile := filepath.Join(t.TempDir(), "history-sync.log")
-	cmd, done, err := cluster.Spawn(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), []string{"history-sync",
+	spawn(t, "history-sync", filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), "history-sync",
 		"--endpoint", store.Endpoint, "--bucket", historyBucket, "--prefix", strings.TrimSuffix(historyPrefix, "/"),
-		"--credential-dir", creds, "--dir", dir, "--interval", "1s"}, logFile, false)
+		"--credential-dir", creds, "--dir", dir, "--interval", "1s")
+}
+
+// spawn runs a process of the test's, with its log in a file of the test's
+// that a failed test shows, until the test ends; done is closed if it
+// exits before.
+func spawn(t *testing.T, name, bin string, args ...string) (done <-chan struct{}, logFile string) {
+	t.Helper()
+	logFile = filepath.Join(t.TempDir(), name+".log")
+	cmd, done, err := cluster.Spawn(bin, args, logFile, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		cluster.Terminate(cmd.Process.Pid, done)
 		if t.Failed() {
-			t.Logf("history-sync log:\n%s", cluster.Tail(logFile, 30))
+			t.Logf("%s log:\n%s", name, cluster.Tail(logFile, 40))
 		}
 	})
+	return done, logFile
 }
 
 // startHistoryServer runs Spark's HistoryServer from d's distribution,
@@ -113,21 +120,16 @@ func startHistoryServer(t *testing.T, d spark.Dist, dir string) string {
 		t.Fatal(err)
 	}
 	home := d.Home(os.Getenv("SPARKLET_BIN_DIR"))
-	logFile := filepath.Join(t.TempDir(), "history-server.log")
-	opts := strings.Join([]string{"-Dspark.history.fs.logDirectory=file:" + dir, "-Dspark.history.ui.port=" + strconv.Itoa(port),
-		"-Dspark.history.fs.update.interval=1s", "-Dspark.port.maxRetries=0"}, " ")
-	cmd, done, err := cluster.Spawn("/usr/bin/env", []string{"SPARK_HOME=" + home, "SPARK_CONF_DIR=" + t.TempDir(),
-		"SPARK_LOCAL_IP=127.0.0.1", "SPARK_HISTORY_OPTS=" + opts, "SPARK_DAEMON_MEMORY=512m",
-		filepath.Join(home, "bin", "spark-class"), "org.apache.spark.deploy.history.HistoryServer"}, logFile, false)
-	if err != nil {
+	// As the chart starts it: its properties in a file.
+	conf := filepath.Join(t.TempDir(), "spark-history.conf")
+	props := "spark.history.fs.logDirectory=file:" + dir + "\nspark.history.ui.port=" + strconv.Itoa(port) +
+		"\nspark.history.fs.update.interval=1s\nspark.port.maxRetries=0\n"
+	if err := os.WriteFile(conf, []byte(props), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		cluster.Terminate(cmd.Process.Pid, done)
-		if t.Failed() {
-			t.Logf("history server log:\n%s", cluster.Tail(logFile, 40))
-		}
-	})
+	done, logFile := spawn(t, "history-server", "/usr/bin/env", "SPARK_HOME="+home, "SPARK_CONF_DIR="+t.TempDir(),
+		"SPARK_LOCAL_IP=127.0.0.1", "SPARK_DAEMON_MEMORY=512m",
+		filepath.Join(home, "bin", "spark-class"), "org.apache.spark.deploy.history.HistoryServer", "--properties-file", conf)
 	base := fmt.Sprintf("http://127.0.0.1:%d", port)
 	waitHistory(t, base, dir, "the history server answering", func() bool {
 		select {

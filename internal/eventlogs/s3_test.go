@@ -30,10 +30,8 @@ func TestS3IntoVersityGW(t *testing.T) {
 		t.Fatal(err)
 	}
 	creds := t.TempDir()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": store.AccessKey, "AWS_SECRET_ACCESS_KEY": store.SecretKey} {
-		if err := os.WriteFile(filepath.Join(creds, k), []byte(v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	if err := store.WriteCredentials(creds); err != nil {
+		t.Fatal(err)
 	}
 	s3, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: store.Endpoint, Bucket: "history", CredentialDir: creds})
 	if err != nil {
