@@ -90,7 +90,7 @@ func (m *Mirror) Pass(ctx context.Context) (Stats, error) {
 	}
 	objects, err := m.Store.List(ctx, prefix)
 	if err != nil {
-		return Stats{}, fmt.Errorf("list %s: %w", prefix, err)
+		return Stats{}, fmt.Errorf("list the bucket under %q: %w", prefix, err)
 	}
 	files, stale, err := m.files()
 	if err != nil {
