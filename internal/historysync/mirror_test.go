@@ -49,21 +49,9 @@ func quiet() *logrus.Entry {
 // fill it: a running application, its completion, its removal from the
 // store; and a wrong bucket changes nothing.
 func TestMirrorVersityGW(t *testing.T) {
-	bin := e2egate.BinDir(t, "to run versitygw")
+	store, creds := objectstore.StartForTest(t, e2egate.BinDir(t, "to run versitygw"), "history")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := objectstore.Start(ctx, bin, t.TempDir(), "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Stop()
-	if err := store.MakeBucket(ctx, "history"); err != nil {
-		t.Fatal(err)
-	}
-	creds := t.TempDir()
-	if err := store.WriteCredentials(creds); err != nil {
-		t.Fatal(err)
-	}
 	s3, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: store.Endpoint, Bucket: "history", CredentialDir: creds})
 	if err != nil {
 		t.Fatal(err)
