@@ -118,7 +118,7 @@ func (r rendered) get(t *testing.T, key string, into any) {
 
 func TestLint(t *testing.T) {
 	run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion)
-	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml", "issuer-ref.yaml", "service-monitor.yaml", "overrides.yaml", "pod-monitor.yaml", "ui-ingress.yaml"} {
+	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml", "issuer-ref.yaml", "service-monitor.yaml", "overrides.yaml", "pod-monitor.yaml", "ui-ingress.yaml", "history-server.yaml"} {
 		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
 	}
 }
@@ -479,6 +479,7 @@ func TestPolicyConfigMapParses(t *testing.T) {
 	}{
 		{nil, "ghcr.io/sparklet/sparklet:0.1.0", "spark-driver", ""},
 		{[]string{"custom-policy.yaml"}, "registry.example.com/sparklet:1.2.3", "custom-driver", "spark.eventLog.enabled"},
+		{[]string{"history-server.yaml"}, "ghcr.io/sparklet/sparklet:0.1.0", "spark-driver", ""},
 	} {
 		var cm corev1.ConfigMap
 		render(t, tc.values...).get(t, "ConfigMap/"+releaseNS+"/"+release+"-sparklet-policy", &cm)

@@ -18,6 +18,11 @@ type History struct {
 	// which the JVM starts the next event file, and so the most a driver
 	// lost with its node loses. Unset, DefaultRollingMaxFileSize.
 	RollingMaxFileSize string `json:"rollingMaxFileSize,omitempty"`
+	// URL is the base URL of the history server that reads the store, as
+	// users reach it (docs/history-server.md). When set, the sidecar
+	// records each application's page there on the driver pod
+	// (AppURL).
+	URL string `json:"url,omitempty"`
 }
 
 // HistoryS3 is where event logs go in an S3-compatible store: under
@@ -65,6 +70,12 @@ func (v *validator) history(at string, h *History) {
 			v.add(at+".rollingMaxFileSize", "%q is below 10m, which Spark 3.5 and 4.0 refuse; use at least \"10m\"", h.RollingMaxFileSize)
 		}
 	}
+	if h.URL != "" {
+		u, err := url.Parse(h.URL)
+		if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			v.add(at+".url", "%q: want the history server's base URL as users reach it, with scheme and host, e.g. \"https://spark-history.example.com\"", h.URL)
+		}
+	}
 	s := h.S3
 	if s == nil {
 		return
@@ -95,4 +106,16 @@ func (h *History) MaxFileSize() string {
 		return DefaultRollingMaxFileSize
 	}
 	return h.RollingMaxFileSize
+}
+
+// AppURL is the history server's page of an application's jobs, "" when
+// the section names no history server. It is the path Spark's
+// HistoryServer serves an application with no attempt id under
+// (HistoryServer.scala, 3.5.9 to 4.3.0: /history/<app id>/jobs/), which is
+// every client-mode application on Kubernetes.
+func (h *History) AppURL(appID string) string {
+	if h == nil || h.URL == "" {
+		return ""
+	}
+	return strings.TrimSuffix(h.URL, "/") + "/history/" + url.PathEscape(appID) + "/jobs/"
 }

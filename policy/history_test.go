@@ -18,6 +18,9 @@ func TestHistoryValidation(t *testing.T) {
 		"history: {" + ok + ", rollingMaxFileSize: 2m}\n":                                                  "history.rollingMaxFileSize: \"2m\" is below 10m",
 		"history: {" + ok + ", rollingMaxFileSize: lots}\n":                                                "history.rollingMaxFileSize: \"lots\" is not",
 		"namespaces: {a: {history: {s3: {endpoint: \"ftp://x\", bucket: b, secretName: s}}}}\n":            "namespaces.a.history.s3.endpoint",
+		"history: {" + ok + ", url: \"history.example.com\"}\n":                                            "history.url: \"history.example.com\": want the history server's base URL",
+		"history: {" + ok + ", url: \"https://h.example.com/?x=1\"}\n":                                     "history.url: \"https://h.example.com/?x=1\"",
+		"namespaces: {a: {history: {" + ok + ", url: \"ftp://h\"}}}\n":                                     "namespaces.a.history.url",
 	} {
 		if _, err := Parse([]byte(text), "dev"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: %v, want an error with %q", text, err, want)
@@ -35,5 +38,25 @@ func TestHistoryValidation(t *testing.T) {
 	}
 	if h := (&Policy{}).For("a").History; h != nil {
 		t.Errorf("no history section: %+v, want nil", h)
+	}
+}
+
+func TestHistoryAppURL(t *testing.T) {
+	for base, want := range map[string]string{
+		"":                                  "",
+		"https://history.example.com":       "https://history.example.com/history/spark-1/jobs/",
+		"https://history.example.com/":      "https://history.example.com/history/spark-1/jobs/",
+		"http://gw.example.com:8080/spark/": "http://gw.example.com:8080/spark/history/spark-1/jobs/",
+	} {
+		p, err := Parse([]byte("history: {s3: {endpoint: \"https://s3.example.com\", bucket: logs, secretName: s}, url: \""+base+"\"}\n"), "dev")
+		if err != nil {
+			t.Fatalf("url %q: %v", base, err)
+		}
+		if got := p.For("a").History.AppURL("spark-1"); got != want {
+			t.Errorf("url %q: AppURL = %q, want %q", base, got, want)
+		}
+	}
+	if got := (*History)(nil).AppURL("spark-1"); got != "" {
+		t.Errorf("no history section: AppURL = %q", got)
 	}
 }

@@ -49,6 +49,7 @@ type apps struct {
 	adoptedAt time.Time    // when current was adopted
 	ended     time.Time    // the last Spark container termination handled
 	onEnded   func()       // called when a JVM ended, such as to forget its Connect sessions
+	onStarted func(string) // called with the application a JVM named, once adopted
 }
 
 // whenJVMEnds makes f run each time a JVM of the pod ends.
@@ -56,6 +57,14 @@ func (a *apps) whenJVMEnds(f func()) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.onEnded = f
+}
+
+// whenAppStarts makes f run, in a goroutine of its own, each time a JVM
+// of an app-per-JVM driver names its application.
+func (a *apps) whenAppStarts(f func(id string)) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.onStarted = f
 }
 
 // id is the application the JVM runs now ("" before an app-per-JVM
@@ -93,6 +102,9 @@ func (a *apps) use(ctx context.Context, named string) (string, error) {
 	a.log.WithFields(logrus.Fields{"app": named, "previous": old}).Info("the JVM runs a new application")
 	a.events.normal("ApplicationStarted", fmt.Sprintf("the Spark JVM started application %s", named))
 	a.cleanupLocked(ctx, "a new JVM started application "+named)
+	if a.onStarted != nil {
+		go a.onStarted(named)
+	}
 	return named, nil
 }
 

@@ -37,7 +37,7 @@ type eventLogShipping struct {
 // logs at the sidecar (cfg.EventLogDir) and the policy names a store; nil
 // otherwise.
 func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error) {
-	if s.cfg.EventLogDir == "" || pol.History == nil || pol.History.S3 == nil {
+	if !s.shipsEventLogs(pol) {
 		return nil, nil
 	}
 	h := pol.History.S3
@@ -64,6 +64,37 @@ func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error
 	go func() { e.shipper.Run(ctx); close(e.done) }()
 	log.WithField("store", fmt.Sprintf("%s/%s/%s", h.Endpoint, h.Bucket, h.Prefix)).Info("shipping event logs")
 	return e, nil
+}
+
+// shipsEventLogs tells whether the sidecar ships the JVM's event logs.
+func (s *Sidecar) shipsEventLogs(pol *policy.Effective) bool {
+	return s.cfg.EventLogDir != "" && pol.History != nil && pol.History.S3 != nil
+}
+
+// recordHistoryURL has the application's page on the policy's history
+// server recorded once the application id is known: now, or, for an
+// app-per-JVM driver, each time a JVM names its application. It must be
+// called before the JVM's requests are served; the patch runs beside the
+// JVM's start, which it does not delay.
+func (s *Sidecar) recordHistoryURL(pol *policy.Effective) {
+	h := s.historyPages(pol)
+	if h == nil {
+		return
+	}
+	if s.cfg.AppPerJVM {
+		s.apps.whenAppStarts(func(id string) { h.record(context.Background(), id) })
+		return
+	}
+	go h.record(context.Background(), s.appID)
+}
+
+// historyPages is what records the history server's pages; nil when the
+// sidecar ships no event log or the policy names no history server.
+func (s *Sidecar) historyPages(pol *policy.Effective) *historyURL {
+	if !s.shipsEventLogs(pol) || pol.History.URL == "" {
+		return nil
+	}
+	return &historyURL{client: s.client, namespace: s.cfg.Namespace, pod: s.cfg.PodName, history: pol.History, events: s.events}
 }
 
 // finish ships what the ended JVM left and says so in an Event.

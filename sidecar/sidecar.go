@@ -82,6 +82,7 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	if err := s.readDriver(ctx); err != nil {
 		return err
 	}
+	s.recordHistoryURL(pol)
 	token, err := writeToken(s.cfg.TokenFile)
 	if err != nil {
 		return err

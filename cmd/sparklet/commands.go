@@ -12,7 +12,7 @@ import (
 func commands(a *app) []*cobra.Command {
 	return []*cobra.Command{
 		newWebhookCmd(a), newSidecarCmd(a), newInitCmd(a),
-		newInjectCmd(a), newPolicyCmd(a), newCheckCmd(a), newVersionCmd(a),
+		newInjectCmd(a), newPolicyCmd(a), newCheckCmd(a), newHistorySyncCmd(a), newVersionCmd(a),
 	}
 }
 

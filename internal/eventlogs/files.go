@@ -3,6 +3,7 @@ package eventlogs
 import (
 	"cmp"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -20,6 +21,46 @@ const (
 	appStatusPrefix  = "appstatus_"
 	inProgress       = ".inprogress"
 )
+
+// IsLogFile tells whether rel, a slash-separated path under an event-log
+// directory, is a file of Spark's layout that a history server reads: a
+// single-file log, or the event file or app status of a rolling log's
+// directory. A name that starts with '.' is none: Spark's reader skips
+// such a single-file log (EventLogFileReader.isSingleEventLog, 3.5.9 to
+// 4.3.0), and a rolling log reads only events_ and appstatus_ files.
+func IsLogFile(rel string) bool {
+	dir, name, nested := strings.Cut(rel, "/")
+	if !nested {
+		return dir != "" && !strings.HasPrefix(dir, ".")
+	}
+	return strings.HasPrefix(dir, rollingDirPrefix) && !strings.Contains(name, "/") &&
+		(strings.HasPrefix(name, eventsPrefix) || strings.HasPrefix(name, appStatusPrefix))
+}
+
+// IsRollingDir tells whether name is a rolling log's directory.
+func IsRollingDir(name string) bool { return strings.HasPrefix(name, rollingDirPrefix) }
+
+// IsAppStatus tells whether rel is a rolling log's app status, and whether
+// that says the application completed.
+func IsAppStatus(rel string) (status, complete bool) {
+	name := path.Base(rel)
+	status = strings.HasPrefix(name, appStatusPrefix)
+	return status, status && !strings.HasSuffix(name, inProgress)
+}
+
+// EventIndex is the index of a rolling log's event file, -1 for any other
+// file.
+func EventIndex(rel string) int64 {
+	rest, ok := strings.CutPrefix(path.Base(rel), eventsPrefix)
+	if !ok {
+		return -1
+	}
+	i, err := strconv.ParseInt(strings.SplitN(rest, "_", 2)[0], 10, 64)
+	if err != nil {
+		return -1
+	}
+	return i
+}
 
 // file is one file of the directory, by its path relative to it.
 type file struct {
@@ -77,8 +118,7 @@ func rollingReady(dir, log string, final bool) ([]file, error) {
 		switch {
 		case !e.Type().IsRegular():
 		case strings.HasPrefix(name, eventsPrefix):
-			i, err := strconv.ParseInt(strings.SplitN(strings.TrimPrefix(name, eventsPrefix), "_", 2)[0], 10, 64)
-			if err == nil {
+			if i := EventIndex(name); i >= 0 {
 				events = append(events, event{i, name})
 			}
 		case strings.HasPrefix(name, appStatusPrefix) && strings.HasSuffix(name, inProgress):

@@ -66,6 +66,35 @@ func (s *S3) Put(ctx context.Context, key string, body io.Reader, size int64) er
 	return permanent(err)
 }
 
+// Object is one object of the bucket, as listed.
+type Object struct {
+	Key      string
+	Size     int64
+	Modified time.Time
+}
+
+// List lists every object under prefix, as `sparklet history-sync` reads
+// the bucket.
+func (s *S3) List(ctx context.Context, prefix string) ([]Object, error) {
+	var out []Object
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, permanent(o.Err)
+		}
+		out = append(out, Object{Key: o.Key, Size: o.Size, Modified: o.LastModified})
+	}
+	return out, nil
+}
+
+// Get reads one object; the error of a failed request comes from Read.
+func (s *S3) Get(ctx context.Context, key string) (io.ReadCloser, error) {
+	o, err := s.client.GetObject(ctx, s.bucket, key, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, permanent(err)
+	}
+	return o, nil
+}
+
 // Delete removes one object; a missing one is no error.
 func (s *S3) Delete(ctx context.Context, key string) error {
 	return permanent(s.client.RemoveObject(ctx, s.bucket, key, minio.RemoveObjectOptions{}))

@@ -18,23 +18,9 @@ import (
 // with the credential read from files as a mounted Secret has them, and
 // reads back what a history server would list.
 func TestS3IntoVersityGW(t *testing.T) {
-	bin := e2egate.BinDir(t, "to run versitygw")
+	store, creds := objectstore.StartForTest(t, e2egate.BinDir(t, "to run versitygw"), "history")
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	store, err := objectstore.Start(ctx, bin, t.TempDir(), "127.0.0.1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Stop()
-	if err := store.MakeBucket(ctx, "history"); err != nil {
-		t.Fatal(err)
-	}
-	creds := t.TempDir()
-	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": store.AccessKey, "AWS_SECRET_ACCESS_KEY": store.SecretKey} {
-		if err := os.WriteFile(filepath.Join(creds, k), []byte(v+"\n"), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
 	s3, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: store.Endpoint, Bucket: "history", CredentialDir: creds})
 	if err != nil {
 		t.Fatal(err)

@@ -114,6 +114,17 @@ func (s *Store) Get(ctx context.Context, bucket, key string) ([]byte, error) {
 	return io.ReadAll(o)
 }
 
+// WriteCredentials writes the root user's keys into dir as a mounted
+// Secret holds them: the files AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY.
+func (s *Store) WriteCredentials(dir string) error {
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": s.AccessKey, "AWS_SECRET_ACCESS_KEY": s.SecretKey} {
+		if err := os.WriteFile(filepath.Join(dir, k), []byte(v+"\n"), 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Stop stops the store; its data stays under dir.
 func (s *Store) Stop() {
 	if s.cmd != nil {

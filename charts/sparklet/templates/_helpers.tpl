@@ -41,3 +41,19 @@ nothing, and the chart renders what the values ask for. */ -}}
 {{- end -}}
 {{- end -}}
 {{- end -}}
+
+{{- define "sparklet.historySelectorLabels" -}}
+app.kubernetes.io/name: {{ include "sparklet.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: history-server
+{{- end -}}
+
+{{- /* historyHeap is the HistoryServer's SPARK_DAEMON_MEMORY: three
+quarters of its memory limit in MiB, or Spark's 1g without a limit. */ -}}
+{{- define "sparklet.historyHeap" -}}
+{{- $limit := dig "limits" "memory" "" (.Values.history.server.resources | default dict) | toString -}}
+{{- if regexMatch "^[0-9]+Gi$" $limit -}}{{ div (mul (trimSuffix "Gi" $limit | int) 1024 3) 4 }}m
+{{- else if regexMatch "^[0-9]+Mi$" $limit -}}{{ div (mul (trimSuffix "Mi" $limit | int) 3) 4 }}m
+{{- else -}}1g
+{{- end -}}
+{{- end -}}
