@@ -1,6 +1,8 @@
 // Module metricsserver pins metrics-server, which the real node's tests run
 // so that the API server serves metrics.k8s.io from the kubelet's real
-// usage. It is kept out of the main go.mod.
+// usage. v0.9.x supports Kubernetes 1.34+ (the compatibility matrix in
+// its README); the control plane is v1.37.2. It is kept out of the main
+// go.mod.
 module github.com/sparklet/sparklet/hack/metricsserver
 
 go 1.26.4
