@@ -79,6 +79,13 @@ kueue-binary:
 versitygw-binary:
 	@hack/versitygw/build.sh $(BIN)
 
+# metrics-server (bin/metrics-server), which the real node's tests run so
+# that the API server serves metrics.k8s.io from the kubelet's real usage
+# (test/metricsserver), built from the separate module hack/metricsserver.
+.PHONY: metrics-server-binary
+metrics-server-binary:
+	@hack/metricsserver/build.sh $(BIN)
+
 # cert-manager's controller, cainjector and webhook and its CRDs
 # (bin/cert-manager-controller, bin/cert-manager-cainjector,
 # bin/cert-manager-webhook, bin/cert-manager-crds), for the chart's
@@ -113,7 +120,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary node-binaries node-images python-client connect-client spark-dists
+test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary metrics-server-binary node-binaries node-images python-client connect-client spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -parallel 4 -timeout 55m ./...
 

@@ -38,6 +38,7 @@ var pure = []purity{
 	// own code, so what they decide is theirs.
 	{pkg: "test/schedulers", project: []string{"test/cluster", "test/ready", "internal/certs"}},
 	{pkg: "test/certmanager", project: []string{"test/cluster", "test/ready", "internal/certs"}},
+	{pkg: "test/metricsserver", project: []string{"test/cluster", "test/ready", "internal/certs"}},
 }
 
 // apart are pairs of packages neither of which may depend on the other.
@@ -88,6 +89,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("test/sparkimage"), Imports: []string{m("hack/spark")}, Deps: []string{m("hack/spark")}},
 		{ImportPath: m("test/schedulers"), Imports: []string{m("test/cluster")}, Deps: []string{m("test/cluster"), m("internal/certs"), m("test/ready")}},
 		{ImportPath: m("test/certmanager"), Imports: []string{m("test/cluster")}, Deps: []string{m("test/cluster"), m("internal/certs"), m("test/ready")}},
+		{ImportPath: m("test/metricsserver"), Imports: []string{m("test/cluster")}, Deps: []string{m("test/cluster"), m("internal/certs"), m("test/ready")}},
 	}
 	if problems := check(good); len(problems) > 0 {
 		t.Errorf("a module keeping the rules was rejected: %v", problems)
@@ -103,6 +105,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		{ImportPath: m("cmd/sparklet"), Imports: []string{m("webhook")}, Deps: []string{m("webhook"), m("test/verify"), m("hack/spark")}},
 		{ImportPath: m("test/schedulers"), Imports: []string{m("test/cluster"), m("patches")}, Deps: []string{m("test/cluster"), m("patches")}},
 		{ImportPath: m("test/certmanager"), Imports: []string{m("webhook")}, Deps: []string{m("webhook")}},
+		{ImportPath: m("test/metricsserver"), Imports: []string{m("test/sleepyjob")}, Deps: []string{m("test/sleepyjob")}},
 	}
 	want := []string{
 		"patches depends on internal/podpatch",
@@ -115,6 +118,7 @@ func TestLayeringCheckerRejects(t *testing.T) {
 		"cmd/sparklet depends on the test harness (hack/spark)",
 		"test/schedulers depends on patches",
 		"test/certmanager depends on webhook",
+		"test/metricsserver depends on test/sleepyjob",
 	}
 	problems := check(bad)
 	for _, w := range want {

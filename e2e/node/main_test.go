@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/nodeimages"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/metricsserver"
 	"github.com/sparklet/sparklet/test/node"
 )
 
@@ -17,6 +18,7 @@ var (
 	binDir string
 	cp     *cluster.Cluster
 	nd     *node.Node
+	ms     *metricsserver.MetricsServer
 )
 
 func TestMain(m *testing.M) {
@@ -52,7 +54,21 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
+	// metrics-server, as a cluster runs it for the executor resize: the
+	// API server serves metrics.k8s.io from it, scraped from the kubelet.
+	// Its own time: node.Start may have spent ctx's waiting for the lock.
+	msCtx, msCancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer msCancel()
+	ms, err = metricsserver.Start(msCtx, metricsserver.Options{BinDir: binDir, Dir: filepath.Join(dir, "metrics-server"),
+		Cluster: cp, Host: node.HostIP, Node: node.Name})
+	if err != nil {
+		nd.Stop()
+		cp.Stop()
+		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
+		return 1
+	}
 	code := m.Run()
+	ms.Stop()
 	nd.Stop()
 	cp.Stop()
 	if code == 0 && os.Getenv("SPARKLET_KEEP") == "" {

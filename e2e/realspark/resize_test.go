@@ -17,7 +17,9 @@ import (
 
 // TestExecutorResize runs Spark 4.2+'s ExecutorResizePlugin through the
 // sidecar, in namespaces whose policy caps executors at 1Gi
-// (testdata/policy.yaml). The suite has no metrics-server, so a stand-in
+// (testdata/policy.yaml). The pod runner plays no kubelet that
+// metrics-server could scrape (the real node's suite runs the real one:
+// e2e/node TestHelmInstall/ExecutorResize), so a stand-in
 // (testdata/podmetrics-crd.yaml) serves the PodMetrics the plugin reads,
 // and the test reports the executor using 900Mi; every 2 s the plugin
 // asks to grow it by 10%.

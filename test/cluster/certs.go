@@ -13,13 +13,14 @@ import (
 	"github.com/sparklet/sparklet/internal/certs"
 )
 
-// authority is the cluster's CA: it signs the API server's serving
-// certificate, the admin client certificate and, on request, webhooks'.
+// authority is a CA. The cluster's signs the API server's serving
+// certificate, the admin client certificate and, on request, webhooks';
+// the front proxy has its own.
 type authority struct{ *certs.Pair }
 
-func newAuthority() (*authority, error) {
+func newAuthority(cn string) (*authority, error) {
 	ca, err := certs.New(&x509.Certificate{
-		Subject:               pkix.Name{CommonName: "sparklet-local-ca"},
+		Subject:               pkix.Name{CommonName: cn},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
@@ -51,6 +52,27 @@ func (a *authority) issue(cn string, orgs []string, hosts []string, client bool)
 		return nil, nil, err
 	}
 	return p.CertPEM, p.KeyPEM, nil
+}
+
+// frontProxyClient is the name of the API server's front-proxy client
+// certificate, the only one allowed to set the X-Remote-* headers.
+const frontProxyClient = "front-proxy-client"
+
+// frontProxyPEM is the front proxy's own CA and the client certificate it
+// signs, kept apart from the cluster CA as kubeadm keeps them, so that no
+// other client certificate may pass a user in headers.
+type frontProxyPEM struct{ ca, cert, key []byte }
+
+func (c *Cluster) frontProxy() (frontProxyPEM, error) {
+	ca, err := newAuthority("sparklet-front-proxy-ca")
+	if err != nil {
+		return frontProxyPEM{}, err
+	}
+	cert, key, err := ca.issue(frontProxyClient, nil, nil, true)
+	if err != nil {
+		return frontProxyPEM{}, err
+	}
+	return frontProxyPEM{ca.CertPEM, cert, key}, nil
 }
 
 // serviceAccountKeys returns the key pair the API server signs and checks

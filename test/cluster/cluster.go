@@ -127,7 +127,7 @@ func (c *Cluster) start(ctx context.Context) error {
 	}
 	etcdClient, etcdPeer, apiPort, kwokPort := ports[0], ports[1], ports[2], ports[3]
 
-	if c.ca, err = newAuthority(); err != nil {
+	if c.ca, err = newAuthority("sparklet-local-ca"); err != nil {
 		return err
 	}
 	serverCert, serverKey, err := c.ca.issue("kube-apiserver", nil,
@@ -145,6 +145,10 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	frontProxy, err := c.frontProxy()
+	if err != nil {
+		return err
+	}
 	saKey, saPub, err := serviceAccountKeys()
 	if err != nil {
 		return err
@@ -154,6 +158,8 @@ func (c *Cluster) start(ctx context.Context) error {
 		c.path("pki", "apiserver.crt"): serverCert, c.path("pki", "apiserver.key"): serverKey,
 		c.path("pki", "sa.key"): saKey, c.path("pki", "sa.pub"): saPub,
 		c.path("pki", "kubelet-client.crt"): kubeletClientCert, c.path("pki", "kubelet-client.key"): kubeletClientKey,
+		c.path("pki", "front-proxy-ca.crt"):     frontProxy.ca,
+		c.path("pki", "front-proxy-client.crt"): frontProxy.cert, c.path("pki", "front-proxy-client.key"): frontProxy.key,
 	}); err != nil {
 		return err
 	}
@@ -198,6 +204,18 @@ func (c *Cluster) start(ctx context.Context) error {
 		"--allow-privileged",
 		"--endpoint-reconciler-type", "none",
 		"--profiling=false",
+		// The aggregation layer's front proxy, with the values kubeadm
+		// always gives (k8s.io/kubernetes v1.37.2, cmd/kubeadm/app/phases/
+		// controlplane/manifests.go): the API server proxies an
+		// APIService's requests (metrics-server's metrics.k8s.io) with
+		// this client certificate and the user in X-Remote-* headers.
+		"--requestheader-client-ca-file", c.path("pki", "front-proxy-ca.crt"),
+		"--requestheader-allowed-names", frontProxyClient,
+		"--requestheader-username-headers", "X-Remote-User",
+		"--requestheader-group-headers", "X-Remote-Group",
+		"--requestheader-extra-headers-prefix", "X-Remote-Extra-",
+		"--proxy-client-cert-file", c.path("pki", "front-proxy-client.crt"),
+		"--proxy-client-key-file", c.path("pki", "front-proxy-client.key"),
 	}
 	c.apiArgs = append(apiArgs, c.opts.APIServerFlags...)
 	if err := c.run("kube-apiserver", c.apiArgs...); err != nil {

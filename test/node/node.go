@@ -66,12 +66,18 @@ type Options struct {
 // ClusterOptions adapts a control plane's options to a real node: the API
 // server also listens on HostIP and advertises it, so that pods reach it
 // through the kubernetes Service, and reaches kubelets at their
-// InternalIP. No kwok: pods go to the real node.
+// InternalIP. It proxies an APIService's requests to the Service's
+// endpoint address rather than its cluster IP (--enable-aggregator-routing;
+// k8s.io/kubernetes v1.37.2, cmd/kube-apiserver/app/server.go,
+// buildServiceResolver): metrics-server runs on the host (test/
+// metricsserver), which the node's kube-proxy could only reach back to
+// through a hairpin. No kwok: pods go to the real node.
 func ClusterOptions(o cluster.Options) cluster.Options {
 	o.APIServerFlags = append(o.APIServerFlags,
 		"--bind-address", "0.0.0.0", "--advertise-address", HostIP,
 		"--endpoint-reconciler-type", "lease",
-		"--kubelet-preferred-address-types", "InternalIP")
+		"--kubelet-preferred-address-types", "InternalIP",
+		"--enable-aggregator-routing=true")
 	o.ExtraSANs = append(o.ExtraSANs, HostIP)
 	o.NoKwok = true
 	return o

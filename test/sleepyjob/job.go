@@ -16,10 +16,12 @@ import (
 var sleepyScript string
 
 // Job is a run of sleepy.py: Tasks tasks that each sleep SleepMS in the
-// executors' JVMs, their ids summed through a shuffle, then Idle seconds
-// with no work before the SparkContext stops.
+// executors' JVMs, their ids summed through a shuffle, then, with HoldMiB,
+// a task whose Python worker fills HoldMiB MiB and holds it HoldS seconds,
+// then Idle seconds with no work before the SparkContext stops.
 type Job struct {
 	Tasks, SleepMS, Idle int
+	HoldMiB, HoldS       int
 	// Conf is Spark properties in spark-defaults format, the driver pod's
 	// sparklet.io/spark-conf annotation.
 	Conf string
@@ -53,6 +55,10 @@ func (j Job) ConfigMap(name string) *corev1.ConfigMap {
 // resources for its Spark container.
 func (j Job) DriverPod(name, version, configMap string, resources corev1.ResourceRequirements) *corev1.Pod {
 	file, _ := j.script()
+	args := []string{"driver", "local:///opt/job/" + file, strconv.Itoa(j.Tasks), strconv.Itoa(j.SleepMS), strconv.Itoa(j.Idle)}
+	if j.HoldMiB > 0 {
+		args = append(args, strconv.Itoa(j.HoldMiB), strconv.Itoa(j.HoldS))
+	}
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
@@ -62,10 +68,9 @@ func (j Job) DriverPod(name, version, configMap string, resources corev1.Resourc
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{
-				Name:  "spark",
-				Image: "apache/spark:" + version,
-				Args: []string{"driver", "local:///opt/job/" + file,
-					strconv.Itoa(j.Tasks), strconv.Itoa(j.SleepMS), strconv.Itoa(j.Idle)},
+				Name:         "spark",
+				Image:        "apache/spark:" + version,
+				Args:         args,
 				VolumeMounts: []corev1.VolumeMount{{Name: "job", MountPath: "/opt/job"}},
 				Resources:    resources,
 			}},
@@ -97,6 +102,9 @@ func (j Job) CheckSum(driverLog string) error {
 // Done is what the driver prints once it has idled, before it stops the
 // SparkContext (which deletes the executors too).
 const Done = "sleepy: done"
+
+// Held is what the driver prints once the HoldMiB task has returned.
+const Held = "sleepy: held "
 
 // FixedConf asks for two executors, without dynamic allocation.
 const FixedConf = `spark.executor.instances 2
