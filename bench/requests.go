@@ -63,6 +63,11 @@ func (c *requestCounter) snapshot() map[string]float64 {
 	return out
 }
 
+// connecters are the subresources whose requests the API server's
+// metrics count as CONNECT whatever the method (k8s.io/apiserver
+// pkg/endpoints/installer.go, v0.36: a rest.Connecter's routes).
+var connecters = map[string]bool{"log": true, "exec": true, "attach": true, "portforward": true, "proxy": true}
+
 // classify keys a request to /api/v1/... or /apis/<group>/<version>/...
 // as the API server's request info does (k8s.io/apiserver
 // pkg/endpoints/request/requestinfo.go, v0.36: GET of a collection is
@@ -91,6 +96,8 @@ func classify(req *http.Request) (key string, ok bool) {
 	}
 	verb := req.Method
 	switch {
+	case connecters[sub]:
+		verb = "CONNECT"
 	case req.Method == http.MethodGet && name == "" && req.URL.Query().Get("watch") == "true":
 		verb = "WATCH"
 	case req.Method == http.MethodGet && name == "":
