@@ -75,6 +75,20 @@ func e2eReport(r *report, e *e2eEnv, jobs []e2eJob, results map[string][]*e2eRun
 		}
 	}
 	r.table("| job | run | through | → first executor Running | → result | → nothing left | API requests |", rows)
+	rows = nil
+	for _, job := range jobs {
+		runs := results[job.name]
+		for i := 0; i+1 < len(runs); i += 2 {
+			s, c := runs[i], runs[i+1]
+			if s.side != sideSparklet {
+				s, c = c, s
+			}
+			rows = append(rows, fmt.Sprintf("| %s | %d | %.2f× | %.2f× |", job.name, i/2+1, s.leftNone.Seconds()/c.leftNone.Seconds(), sum(s.requests)/sum(c.requests)))
+		}
+	}
+	r.line("Each pair's ratios (the two runs next to each other, under the same load):")
+	r.line("")
+	r.table("| job | run | sparklet / cluster mode, time to nothing left | API requests |", rows)
 }
 
 // e2eMedians are the medians of one side's runs.
@@ -179,9 +193,26 @@ func e2eRequestTable(r *report, job e2eJob, runs []*e2eRun) {
 		resource, verb, _ := strings.Cut(k, " ")
 		rows = append(rows, fmt.Sprintf("| %s | %s | %.0f | %.0f |", resource, verb, s, c))
 	}
-	rows = append(rows, fmt.Sprintf("| **all** | | **%.0f** | **%.0f** |", med(runs, sideSparklet).requests, med(runs, sideCluster).requests))
+	s, c := med(runs, sideSparklet).requests, med(runs, sideCluster).requests
+	rows = append(rows, fmt.Sprintf("| **all** | | **%.0f** | **%.0f** |", s, c))
 	r.table("| resource | verb | sparklet | cluster mode |", rows)
+	own := func(side e2eSide) float64 {
+		return medianOf(runs, side, func(run *e2eRun) float64 {
+			t := 0.0
+			for _, k := range podLifecycle {
+				t += run.requests[k]
+			}
+			return t
+		})
+	}
+	r.line("The pods' own lifecycle (%s: the create, the scheduler's binding, the kubelet's reads and status updates, the executors' deletes and the kubelet's final ones, and the Events of the kubelet, the scheduler and the sidecar) is %.0f of cluster mode's %.0f requests, which any way of running these three pods pays (%.2f×), and %.0f of sparklet's, whose driver pod has two more containers (the conf init container and the native sidecar) for the kubelet to report on and whose sidecar records its own Events.",
+		strings.Join(podLifecycle, ", "), own(sideCluster), c, own(sideCluster)/c, own(sideSparklet))
+	r.line("")
 }
+
+// podLifecycle are the requests that a pod's own life costs, whoever
+// created it.
+var podLifecycle = []string{"pods POST", "pods/binding POST", "pods GET", "pods/status PATCH", "pods DELETE", "events POST", "events.events.k8s.io POST"}
 
 func rd(d time.Duration) string { return d.Round(100 * time.Millisecond).String() }
 
