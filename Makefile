@@ -191,6 +191,13 @@ bench-node: build cluster-binaries helm-binary node-binaries node-images
 bench-start: build cluster-binaries helm-binary node-binaries node-images
 	$(GO) run ./bench start --node --bin $(BIN)
 
+# The same SparkPi and PySpark job through sparklet and through
+# spark-submit --deploy-mode cluster on the real node, timed with their API
+# requests (bench/e2e.go, bench/results/e2e.md); apart from make bench.
+.PHONY: bench-e2e
+bench-e2e: build cluster-binaries helm-binary node-binaries node-images spark-dists
+	$(GO) run ./bench e2e --bin $(BIN)
+
 cluster-up: build cluster-binaries
 	@$(GO) run ./hack/localcluster up --bin $(BIN) --dir $(CURDIR)/.cache/cluster
 
