@@ -95,6 +95,7 @@ spec:
 	t.Run("Sidecar", func(t *testing.T) { sidecarOnTheNode(ctx, t, release, releaseNS, jobs) })
 	t.Run("TokenRotation", func(t *testing.T) { tokenRotation(ctx, t, release, releaseNS, jobs) })
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
+	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {
