@@ -23,7 +23,14 @@ type executorFailure struct {
 	oom    bool
 }
 
-// failureOf reads how an executor pod failed; nil while it has not.
+// failureOf reads how an executor pod failed; nil while it has not. A
+// pod that restarts no container fails when one of its containers ends
+// non-zero, before its phase says so: the kubelet writes the terminal
+// phase only once it has stopped the whole pod (mergePodStatus,
+// pkg/kubelet/status/status_manager.go, Kubernetes 1.37), while Spark
+// takes such a Running pod as failed at once and deletes it
+// (ExecutorPodsSnapshot.toState, 3.5.9 to 4.3.0), often before the
+// phase changes.
 func failureOf(pod *corev1.Pod) *executorFailure {
 	if pod.Status.Reason == "Evicted" {
 		return &executorFailure{reason: "Evicted", detail: pod.Status.Message}
@@ -33,7 +40,7 @@ func failureOf(pod *corev1.Pod) *executorFailure {
 			return &executorFailure{reason: "disrupted (" + c.Reason + ")", detail: c.Message}
 		}
 	}
-	if pod.Status.Phase != corev1.PodFailed {
+	if pod.Status.Phase != corev1.PodFailed && !endedNonZero(pod) {
 		return nil
 	}
 	for _, s := range slices.Concat(pod.Status.InitContainerStatuses, pod.Status.ContainerStatuses) {
@@ -49,6 +56,17 @@ func failureOf(pod *corev1.Pod) *executorFailure {
 		}
 	}
 	return &executorFailure{reason: "Failed", detail: strings.TrimSpace(pod.Status.Reason + " " + pod.Status.Message)}
+}
+
+// endedNonZero tells whether a pod that restarts no container has one
+// that ended with a non-zero exit code.
+func endedNonZero(pod *corev1.Pod) bool {
+	if pod.Spec.RestartPolicy != corev1.RestartPolicyNever {
+		return false
+	}
+	return slices.ContainsFunc(pod.Status.ContainerStatuses, func(s corev1.ContainerStatus) bool {
+		return s.State.Terminated != nil && s.State.Terminated.ExitCode != 0
+	})
 }
 
 // unschedulableOf is why the scheduler has not placed a pod, from its

@@ -19,6 +19,14 @@ func failedExecutor(id int, mutate func(*corev1.PodStatus)) *corev1.Pod {
 	return p
 }
 
+// runningExecutor is an executor whose phase is still Running.
+func runningExecutor(restart corev1.RestartPolicy, mutate func(*corev1.PodStatus)) *corev1.Pod {
+	p := executorIn(1, corev1.PodRunning)
+	p.Spec.RestartPolicy = restart
+	mutate(&p.Status)
+	return p
+}
+
 func terminatedWith(code int32, reason string) func(*corev1.PodStatus) {
 	return func(s *corev1.PodStatus) {
 		s.ContainerStatuses = []corev1.ContainerStatus{{Name: "spark-kubernetes-executor",
@@ -49,6 +57,10 @@ func TestFailureOf(t *testing.T) {
 				Reason: "PreemptionByScheduler", Message: "Preempted in order to admit critical pod"}}
 			return p
 		}(), "disrupted (PreemptionByScheduler)", "Preempted in order to admit critical pod", false},
+		{"OOMKilled, the phase not yet Failed", runningExecutor(corev1.RestartPolicyNever, terminatedWith(137, "OOMKilled")), "OOMKilled", "", true},
+		{"exit 1, the phase not yet Failed", runningExecutor(corev1.RestartPolicyNever, terminatedWith(1, "Error")), "exit code 1", "", false},
+		{"exit 0, the phase not yet Succeeded", runningExecutor(corev1.RestartPolicyNever, terminatedWith(0, "Completed")), "", "", false},
+		{"ended in a pod that restarts it", runningExecutor(corev1.RestartPolicyOnFailure, terminatedWith(1, "Error")), "", "", false},
 		{"failed without a container status", failedExecutor(1, func(s *corev1.PodStatus) { s.Reason = "NodeLost" }), "Failed", "NodeLost", false},
 	} {
 		t.Run(c.name, func(t *testing.T) {

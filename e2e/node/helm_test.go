@@ -96,6 +96,7 @@ spec:
 	t.Run("TokenRotation", func(t *testing.T) { tokenRotation(ctx, t, release, releaseNS, jobs) })
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
 	t.Run("HistoryServer", func(t *testing.T) { historyServer(ctx, t, release, releaseNS) })
+	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {

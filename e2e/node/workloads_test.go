@@ -23,10 +23,7 @@ import (
 // ServiceAccount made there by hand: PySpark with its script fetched, the
 // CronJob example, the Spark UI through `kubectl port-forward`.
 func workloads(ctx context.Context, t *testing.T, release, releaseNS string) {
-	ns := createNamespace(ctx, t, "spark-workloads", map[string]string{"sparklet.io/inject": "enabled"})
-	kubectl(ctx, t, "create", "serviceaccount", "spark-driver", "-n", ns)
-	kubectl(ctx, t, "create", "rolebinding", release+"-sparklet-driver", "-n", ns,
-		"--clusterrole="+release+"-sparklet-driver", "--serviceaccount="+ns+":spark-driver")
+	ns := optedInNamespace(ctx, t, release, "spark-workloads")
 	// Pods reach the host only at the node's veth (test/node): no default
 	// route leaves their network.
 	files, err := fileserver.Start(node.HostIP)

@@ -14,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/klauspost/compress/zstd"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -271,28 +270,7 @@ func waitObjects(t *testing.T, ns, dir, what string, cond func([]objectstore.Obj
 
 // eventFilesOf are the keys of the log's event files, by index.
 func eventFilesOf(objects []objectstore.Object, appID string) []string {
-	type indexed struct {
-		i   int
-		key string
-	}
-	var files []indexed
-	for _, o := range objects {
-		name := path.Base(o.Key)
-		rest, ok := strings.CutPrefix(name, "events_")
-		if !ok {
-			continue
-		}
-		i, err := strconv.Atoi(strings.SplitN(rest, "_", 2)[0])
-		if err == nil && strings.Contains(name, appID) {
-			files = append(files, indexed{i, o.Key})
-		}
-	}
-	slices.SortFunc(files, func(a, b indexed) int { return a.i - b.i })
-	var out []string
-	for _, f := range files {
-		out = append(out, f.key)
-	}
-	return out
+	return objectstore.EventFiles(objects, appID)
 }
 
 // eventFiles are eventFilesOf, numbered 1, 2, ... with none missing.
@@ -310,33 +288,14 @@ func eventFiles(t *testing.T, objects []objectstore.Object, appID string) []stri
 	return files
 }
 
-// readEvents reads an event file, decompressed when Spark compressed it
-// with zstd (4.0's default, spark.eventLog.compress).
+// readEvents reads an event file, decompressed.
 func readEvents(t *testing.T, key string) []byte {
 	t.Helper()
-	data, err := store.Get(context.Background(), historyBucket, key)
+	data, err := store.ReadEvents(context.Background(), historyBucket, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasSuffix(key, ".zstd") {
-		return data
-	}
-	dec, err := zstd.NewReader(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dec.Close()
-	out, err := dec.DecodeAll(data, nil)
-	if err != nil {
-		t.Fatalf("decompress %s: %v", key, err)
-	}
-	return out
+	return data
 }
 
-func describe(objects []objectstore.Object) string {
-	var parts []string
-	for _, o := range objects {
-		parts = append(parts, path.Base(o.Key)+" ("+strconv.FormatInt(o.Size, 10)+" B)")
-	}
-	return strings.Join(parts, ", ")
-}
+func describe(objects []objectstore.Object) string { return objectstore.Describe(objects) }
