@@ -3,6 +3,7 @@ package sidecar
 import (
 	"context"
 	"fmt"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -57,6 +58,10 @@ func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error
 		},
 		Failed: func(key string, err error) {
 			log.WithError(err).WithField("key", key).Warn("event log upload failed; retrying")
+		},
+		Unreadable: func(err error) {
+			log.WithError(err).Warn("cannot read the JVM's event logs; retrying")
+			s.events.warning("EventLogShipFailed", fmt.Sprintf("cannot read the JVM's event logs: %v; the sidecar (uid %d) reads what Spark writes through the pod's fsGroup (docs/event-logs.md)", err, os.Getuid()))
 		},
 	}
 	ctx, stop := context.WithCancel(context.Background())

@@ -33,10 +33,15 @@ type Shipper struct {
 	// Shipped and Failed, when set, hear of each upload and each failure.
 	Shipped func(key string, size int64, took time.Duration)
 	Failed  func(key string, err error)
+	// Unreadable, when set, hears when Dir or a log in it cannot be read
+	// (a pod whose fsGroup does not let the shipper read what the JVM
+	// wrote), once for each new error; nothing of it ships meanwhile.
+	Unreadable func(err error)
 
 	mu      sync.Mutex
 	shipped map[string]file // by rel: what the store holds
 	retry   map[string]retry
+	dirErr  string // the last read error reported to Unreadable
 }
 
 // ErrPermanent marks a store's error that retrying will not cure, such as
@@ -89,8 +94,11 @@ func (s *Shipper) Finish(ctx context.Context) error {
 func (s *Shipper) pass(ctx context.Context, final bool) error {
 	files, err := ready(s.Dir, final)
 	if err != nil {
-		return fmt.Errorf("read %s: %w", s.Dir, err)
+		err = fmt.Errorf("read %s: %w", s.Dir, err)
+		s.unreadable(err)
+		return err
 	}
+	s.unreadable(nil)
 	var errs []error
 	// A rolling log whose event file is not in the store yet ships
 	// nothing after it: its complete app status waits.
@@ -115,6 +123,22 @@ func (s *Shipper) pass(ctx context.Context, final bool) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// unreadable reports a read error of the directory to Unreadable when it
+// differs from the last one reported; nil clears it.
+func (s *Shipper) unreadable(err error) {
+	s.mu.Lock()
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	report := err != nil && msg != s.dirErr
+	s.dirErr = msg
+	s.mu.Unlock()
+	if report && s.Unreadable != nil {
+		s.Unreadable(err)
+	}
 }
 
 // ship uploads one file, then drops the in-progress app status a complete

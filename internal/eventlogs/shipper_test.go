@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -169,6 +170,42 @@ func TestShipperRetries(t *testing.T) {
 	}
 	if failures != 3 {
 		t.Errorf("%d failures reported, want 3", failures)
+	}
+}
+
+// A directory the shipper cannot read is reported once per error, not on
+// every pass, and again after it was readable in between.
+func TestShipperReportsUnreadableDir(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "events")
+	// A file where the directory should be: unreadable as a directory
+	// even for root, who reads any mode.
+	write(t, parent, "events", "not a directory")
+	s := newShipper(dir, &memStore{objects: map[string]string{}})
+	var reports []string
+	s.Unreadable = func(err error) { reports = append(reports, err.Error()) }
+	for range 3 {
+		if err := s.pass(context.Background(), false); err == nil {
+			t.Fatal("a pass over a file as the directory said nothing")
+		}
+	}
+	if len(reports) != 1 || !strings.Contains(reports[0], dir) {
+		t.Fatalf("reports %q, want one naming %s", reports, dir)
+	}
+	if err := os.Remove(dir); err != nil {
+		t.Fatal(err)
+	}
+	write(t, dir, "eventlog_v2_spark-6/appstatus_spark-6.inprogress", "")
+	if err := s.pass(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	write(t, parent, "events", "not a directory again")
+	_ = s.pass(context.Background(), false)
+	if len(reports) != 2 {
+		t.Errorf("reports %q, want a second once the directory was readable in between", reports)
 	}
 }
 
