@@ -173,11 +173,14 @@ func (s *Shipper) ship(ctx context.Context, f file) error {
 	return nil
 }
 
+// key is rel under Prefix; a prefix written with slashes around it, as
+// "events/", gives the same keys as "events", never "events//...".
 func (s *Shipper) key(rel string) string {
-	if s.Prefix == "" {
+	prefix := strings.Trim(s.Prefix, "/")
+	if prefix == "" {
 		return rel
 	}
-	return s.Prefix + "/" + rel
+	return prefix + "/" + rel
 }
 
 func (s *Shipper) isShipped(f file) bool {

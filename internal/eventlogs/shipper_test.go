@@ -173,6 +173,19 @@ func TestShipperRetries(t *testing.T) {
 	}
 }
 
+// A prefix written with slashes gives the keys the bare prefix gives.
+func TestShipperKeyTrimsSlashes(t *testing.T) {
+	for _, prefix := range []string{"logs/prod", "logs/prod/", "/logs/prod/"} {
+		s := &Shipper{Prefix: prefix}
+		if got := s.key("eventlog_v2_a/events_1_a"); got != "logs/prod/eventlog_v2_a/events_1_a" {
+			t.Errorf("prefix %q: key %q, want logs/prod/eventlog_v2_a/events_1_a", prefix, got)
+		}
+	}
+	if got := (&Shipper{Prefix: "/"}).key("a"); got != "a" {
+		t.Errorf(`prefix "/": key %q, want "a"`, got)
+	}
+}
+
 // A directory the shipper cannot read is reported once per error, not on
 // every pass, and again after it was readable in between.
 func TestShipperReportsUnreadableDir(t *testing.T) {
