@@ -108,8 +108,7 @@ func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev
 		return
 	}
 	url := ConnectURL(svc)
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationConnectURL: url}}})
-	if _, err := client.Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+	if err := annotatePod(ctx, client, driver.Namespace, driver.Name, vocab.AnnotationConnectURL, url); err != nil {
 		events.warning("SparkConnectServiceFailed", fmt.Sprintf("annotate the driver with the Spark Connect address %s: %v", url, err))
 		return
 	}

@@ -2,12 +2,8 @@ package sidecar
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
 	"github.com/sparklet/sparklet/policy"
@@ -40,8 +36,7 @@ func (h *historyURL) record(ctx context.Context, appID string) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, historyURLTimeout)
 	defer cancel()
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationHistoryURL: url}}})
-	if _, err := h.client.Pods(h.namespace).Patch(ctx, h.pod, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+	if err := annotatePod(ctx, h.client, h.namespace, h.pod, vocab.AnnotationHistoryURL, url); err != nil {
 		h.events.warning("HistoryURLFailed", fmt.Sprintf("annotate the driver with the history server's page of %s, %s: %v", appID, url, err))
 		return
 	}

@@ -2,7 +2,6 @@ package sidecar
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -10,7 +9,6 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
@@ -135,8 +133,7 @@ func exposeUI(ctx context.Context, client kubecore.Interface, facts *patches.Dri
 			url = ingressURL(ing)
 		}
 	}
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{vocab.AnnotationUIURL: url}}})
-	if _, err := client.Pods(driver.Namespace).Patch(ctx, driver.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: fieldManager}); err != nil {
+	if err := annotatePod(ctx, client, driver.Namespace, driver.Name, vocab.AnnotationUIURL, url); err != nil {
 		events.warning("SparkUIFailed", fmt.Sprintf("annotate the driver with the Spark UI's URL %s: %v", url, err))
 		return
 	}
