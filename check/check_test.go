@@ -141,6 +141,7 @@ func TestPod(t *testing.T) {
 	injected := driverPod("pi", map[string]string{vocab.LabelRole: "driver", vocab.LabelAppID: "spark-1"},
 		map[string]string{vocab.AnnotationStatus: `{"version":"0.1.0","appID":"spark-1","sparkContainer":"spark"}`,
 			vocab.AnnotationEnded:      "UserError: the application failed (exit code 1): java.lang.IllegalStateException: boom",
+			vocab.AnnotationUIURL:      "http://pi-ui.team-a.svc:4040",
 			vocab.AnnotationHistoryURL: "https://history.example.com/history/spark-1/jobs/"})
 	injected.Status = corev1.PodStatus{Phase: corev1.PodRunning,
 		InitContainerStatuses: []corev1.ContainerStatus{{Name: patches.SidecarName, Ready: true, RestartCount: 1, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: started}}}},
@@ -165,6 +166,7 @@ func TestPod(t *testing.T) {
 				"  phase: Running\n", "  sidecar sparklet-sidecar: running for 3m", ", ready, 1 restarts",
 				"  spark container spark: terminated: Error, exit code 1: OOM, not ready, 0 restarts\n",
 				"  ended: UserError: the application failed (exit code 1): java.lang.IllegalStateException: boom\n",
+				"  spark ui: http://pi-ui.team-a.svc:4040\n",
 				"  history: https://history.example.com/history/spark-1/jobs/\n",
 				"  executors: 4 (1 Pending, 2 Running, 1 Failed)",
 				"  events (last 2):\n", "Normal  Middle  sparklet-sidecar: Middle happened\n", "Newest happened"},

@@ -108,6 +108,9 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if ended, ok := pod.Annotations[vocab.AnnotationEnded]; ok {
 		r.line("ended: %s", ended)
 	}
+	if url, ok := pod.Annotations[vocab.AnnotationUIURL]; ok {
+		r.line("spark ui: %s", url)
+	}
 	if url, ok := pod.Annotations[vocab.AnnotationHistoryURL]; ok {
 		r.line("history: %s", url)
 	}
