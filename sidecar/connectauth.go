@@ -40,6 +40,12 @@ const (
 	connectReviewCache = 1024
 )
 
+// The connection strings clients are told to use, without and with TLS.
+const (
+	connectCleartext = "sc://HOST:PORT/;token=TOKEN"
+	connectTLS       = "sc://HOST:PORT/;use_ssl=true;token=TOKEN"
+)
+
 // connectAuth admits Spark Connect clients by their Kubernetes identity:
 // the bearer token must pass a TokenReview, and its user a
 // SubjectAccessReview of the policy's ConnectAccess in the driver's
@@ -51,6 +57,8 @@ type connectAuth struct {
 	access    policy.ConnectAccess
 	log       *logrus.Entry
 	now       func() time.Time
+	// connectWith is the connection string a refused client is told to use.
+	connectWith string
 
 	mu    sync.Mutex
 	cache map[[sha256.Size]byte]verdict
@@ -66,7 +74,7 @@ type verdict struct {
 
 func newConnectAuth(client kubecore.Interface, namespace string, access policy.ConnectAccess, log *logrus.Entry) *connectAuth {
 	return &connectAuth{client: client, namespace: namespace, access: access, log: log, now: time.Now,
-		cache: map[[sha256.Size]byte]verdict{}}
+		connectWith: connectCleartext, cache: map[[sha256.Size]byte]verdict{}}
 }
 
 // admit judges a request's Authorization header.
@@ -75,7 +83,7 @@ func (a *connectAuth) admit(ctx context.Context, authorization string) verdict {
 	token = strings.TrimSpace(token)
 	if !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return verdict{code: grpcUnauthenticated, message: "no Kubernetes token: this Spark Connect server admits clients by their " +
-			"Kubernetes identity; connect with sc://HOST:PORT/;token=TOKEN, TOKEN from `kubectl create token SERVICEACCOUNT` (docs/connect.md)"}
+			"Kubernetes identity; connect with " + a.connectWith + ", TOKEN from `kubectl create token SERVICEACCOUNT` (docs/connect.md)"}
 	}
 	key := sha256.Sum256([]byte(token))
 	now := a.now()

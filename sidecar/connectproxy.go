@@ -110,7 +110,7 @@ func (p *connectProxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // cleartextRefusal says how to connect to a server that takes TLS only.
 // The call's token is never reviewed: it crossed the network unencrypted.
 func (p *connectProxy) cleartextRefusal(r *http.Request) string {
-	msg := "this Spark Connect server takes TLS only: connect with sc://HOST:PORT/;use_ssl=true;token=TOKEN, trusting the CA of the certificate in Secret " +
+	msg := "this Spark Connect server takes TLS only: connect with " + connectTLS + ", trusting the CA of the certificate in Secret " +
 		strconv.Quote(p.tlsSecret) + " (docs/connect.md#tls)"
 	if r.Header.Get("Authorization") != "" {
 		msg += "; the token this call carried crossed the network unencrypted"
@@ -190,6 +190,7 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	proxy := newConnectProxy(auth, s.cfg.ConnectBackend, token, limitsOf(pol.Connect), s.metrics.registry, s.log)
 	if tlsConf != nil {
 		proxy.tlsSecret = pol.Connect.TLSSecretName
+		auth.connectWith = connectTLS
 	}
 	addr, stopServing, err := serveConnect(s.cfg.ConnectListen, proxy, tlsConf)
 	if err != nil {

@@ -71,6 +71,7 @@ func serveConnectTLS(t testing.TB, auth *connectAuth, jvm string, ca testCA, dir
 	}
 	proxy := newConnectProxy(auth, jvm, []byte("x"), limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New()))
 	proxy.tlsSecret = "connect-tls"
+	auth.connectWith = connectTLS
 	addr, stop, err := serveConnect("127.0.0.1:0", proxy, tlsConf)
 	if err != nil {
 		t.Fatal(err)
@@ -106,6 +107,10 @@ func TestConnectTLS(t *testing.T) {
 	body, status, msg, err := callWith(t, trusting, "https://"+addr+rpcExecutePlan, "alice-token", frame)
 	if err != nil || status != "0" || body != "reply to session-1" {
 		t.Fatalf("over TLS: status %s %q, body %q, error %v; want 0 and the JVM's reply", status, msg, body, err)
+	}
+	_, status, msg, _ = callWith(t, trusting, "https://"+addr+rpcExecutePlan, "", frame)
+	if status != "16" || !strings.Contains(msg, "no Kubernetes token") || !strings.Contains(msg, connectTLS) {
+		t.Errorf("over TLS without a token: status %s %q, want 16 saying to connect with %s", status, msg, connectTLS)
 	}
 	trusting.CloseIdleConnections()
 
