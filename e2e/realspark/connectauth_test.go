@@ -111,7 +111,14 @@ func TestConnectAuth(t *testing.T) {
 // an IP.
 func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (string, *corev1.Pod) {
 	t.Helper()
-	ns := deployConnectServer(t, d, allowed, others)
+	return startConnectManifest(t, example(t, "connect-deployment.yaml", d), allowed, others)
+}
+
+// startConnectManifest is startConnectServer with the Deployment's
+// manifest given.
+func startConnectManifest(t *testing.T, manifest []byte, allowed, others []string) (string, *corev1.Pod) {
+	t.Helper()
+	ns := deployConnectManifest(t, manifest, allowed, others)
 	pod := connectPod(t, ns)
 	waitServerStarted(t, ns, pod.Name, 1)
 	return ns, waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
@@ -121,6 +128,13 @@ func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (s
 // test's namespace with the ServiceAccounts and the Role of
 // startConnectServer, and returns the namespace.
 func deployConnectServer(t *testing.T, d spark.Dist, allowed, others []string) string {
+	t.Helper()
+	return deployConnectManifest(t, example(t, "connect-deployment.yaml", d), allowed, others)
+}
+
+// deployConnectManifest is deployConnectServer with the Deployment's
+// manifest given.
+func deployConnectManifest(t *testing.T, manifest []byte, allowed, others []string) string {
 	t.Helper()
 	ns := namespace(t)
 	ctx := context.Background()
@@ -144,7 +158,7 @@ rules:
 	}
 	kubectl(t, nil, args...)
 
-	kubectl(t, example(t, "connect-deployment.yaml", d), "apply", "-n", ns, "-f", "-")
+	kubectl(t, manifest, "apply", "-n", ns, "-f", "-")
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
 	})
