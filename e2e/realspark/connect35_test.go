@@ -67,17 +67,7 @@ func TestConnect35(t *testing.T) {
 	}
 	t.Logf("Spark %s: the first query's result %v after kubectl apply (its session and query %v)", d.Version,
 		time.Since(start).Round(time.Millisecond), time.Since(first).Round(time.Millisecond))
-	for _, c := range []struct{ who, url, says string }{
-		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
-			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
-		{"no token", server, "no Kubernetes token"},
-	} {
-		got := runConnectClient(t, site, c.url)
-		if !strings.HasPrefix(got, "ERROR ") || !strings.Contains(got, c.says) {
-			t.Errorf("%s: the client printed %q, want an error saying %q", c.who, got, c.says)
-		}
-		t.Logf("%s: %s", c.who, got)
-	}
+	checkRefused(t, site, ns, server)
 
 	inPod := time.Now()
 	if got := runClientPod(t, ns, "analyst", d, site, server); got != want {

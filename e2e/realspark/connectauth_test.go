@@ -65,17 +65,7 @@ func TestConnectAuth(t *testing.T) {
 	}
 	t.Logf("Spark %s: the allowed client's session and query with a shuffle took %v through the sidecar", d.Version, time.Since(start).Round(time.Millisecond))
 
-	for _, c := range []struct{ who, url, says string }{
-		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
-			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
-		{"no token", server, "no Kubernetes token"},
-	} {
-		got := runConnectClient(t, site, c.url)
-		if !strings.HasPrefix(got, "ERROR ") || !strings.Contains(got, c.says) {
-			t.Errorf("%s: the client printed %q, want an error saying %q", c.who, got, c.says)
-		}
-		t.Logf("%s: %s", c.who, got)
-	}
+	checkRefused(t, site, ns, server)
 	side := log(ns, pod.Name, "sparklet-sidecar")
 	for _, want := range []string{`"msg":"Spark Connect session opened"`, `"user":"system:serviceaccount:` + ns + `:analyst"`, `"code":"PERMISSION_DENIED"`} {
 		if !strings.Contains(side, want) {
@@ -100,6 +90,24 @@ func TestConnectAuth(t *testing.T) {
 	waitServerStarted(t, ns, pod.Name, 2)
 	if got := runConnectClient(t, site, server+";authorization="+url.PathEscape("Bearer "+analyst)); got != want {
 		t.Fatalf("after the JVM restarted, the allowed client printed %q, want %q\n%s", got, want, driverLogTail(ns, pod.Name))
+	}
+}
+
+// checkRefused connects to server with the token of ServiceAccount
+// intruder, which no Role allows, and with none: the client gets
+// PERMISSION_DENIED and UNAUTHENTICATED with the sidecar's message.
+func checkRefused(t *testing.T, site, ns, server string) {
+	t.Helper()
+	for _, c := range []struct{ who, url, says string }{
+		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
+			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
+		{"no token", server, "no Kubernetes token"},
+	} {
+		got := runConnectClient(t, site, c.url)
+		if !strings.HasPrefix(got, "ERROR ") || !strings.Contains(got, c.says) {
+			t.Errorf("%s: the client printed %q, want an error saying %q", c.who, got, c.says)
+		}
+		t.Logf("%s: %s", c.who, got)
 	}
 }
 
