@@ -197,6 +197,13 @@ bench-node: build cluster-binaries helm-binary node-binaries node-images
 bench-start: build cluster-binaries helm-binary node-binaries node-images
 	$(GO) run ./bench start --node --bin $(BIN)
 
+# A Spark Connect server as the example Deployment on the pod runner, from
+# kubectl apply to its first query's result through the sidecar
+# (bench/connect.go, bench/results/connect.md); apart from make bench.
+.PHONY: bench-connect
+bench-connect: build cluster-binaries spark-dists connect-client
+	$(GO) run ./bench connect --bin $(BIN)
+
 # The same SparkPi and PySpark job through sparklet and through
 # spark-submit --deploy-mode cluster on the real node, timed with their API
 # requests (bench/e2e.go, bench/results/e2e.md); apart from make bench.
