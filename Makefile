@@ -110,6 +110,12 @@ python-client:
 connect-client:
 	@hack/connect-client/install.sh
 
+# The Spark Connect server jar for Spark 3.5 (hack/spark/connect-jar),
+# pinned by sha256, in .cache/spark, for e2e/realspark's TestConnect35.
+.PHONY: connect-jar
+connect-jar:
+	@hack/spark/connect-jar.sh
+
 # The pinned Spark distributions (hack/spark/versions) in bin/spark/<version>,
 # laid out as the official image's /opt/spark, from the pyspark sdist on
 # PyPI; see docs/real-spark.md. They need a JDK (javac, jar) and pip.
@@ -120,7 +126,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary metrics-server-binary node-binaries node-images python-client connect-client spark-dists
+test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary metrics-server-binary node-binaries node-images python-client connect-client connect-jar spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -parallel 4 -timeout 55m ./...
 
@@ -190,6 +196,13 @@ bench-node: build cluster-binaries helm-binary node-binaries node-images
 .PHONY: bench-start
 bench-start: build cluster-binaries helm-binary node-binaries node-images
 	$(GO) run ./bench start --node --bin $(BIN)
+
+# A Spark Connect server as the example Deployment on the pod runner, from
+# kubectl apply to its first query's result through the sidecar
+# (bench/connect.go, bench/results/connect.md); apart from make bench.
+.PHONY: bench-connect
+bench-connect: build cluster-binaries spark-dists connect-client
+	$(GO) run ./bench connect --bin $(BIN)
 
 # The same SparkPi and PySpark job through sparklet and through
 # spark-submit --deploy-mode cluster on the real node, timed with their API

@@ -106,6 +106,13 @@ func main() {
 		}
 		return
 	}
+	if len(os.Args) > 1 && os.Args[1] == connectCommand {
+		if err := connectMain(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench connect:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) > 1 && os.Args[1] == e2eCommand {
 		if err := e2eMain(os.Args[2:]); err != nil {
 			fmt.Fprintln(os.Stderr, "bench e2e:", err)

@@ -138,6 +138,17 @@ func prepareRun(bin, dir string) (absBin, absDir string, d spark.Dist, err error
 	return absBin, absDir, d, d.Installed(absBin)
 }
 
+// prepareRunner is prepareRun, then startRunner with the node bench's
+// policy.
+func prepareRunner(ctx context.Context, bin, dir string, namespaces ...string) (env *testenv.Env, absBin, absDir string, d spark.Dist, err error) {
+	if absBin, absDir, d, err = prepareRun(bin, dir); err != nil {
+		return nil, "", "", d, err
+	}
+	policy, _ := filepath.Abs(nodeBenchPolicy)
+	env, err = startRunner(ctx, absBin, absDir, policy, namespaces...)
+	return env, absBin, absDir, d, err
+}
+
 // startRunner starts a control plane with the pod runner under
 // dir/runner, sparklet's webhook with policy, and opts namespaces in.
 func startRunner(ctx context.Context, bin, dir, policy string, namespaces ...string) (*testenv.Env, error) {

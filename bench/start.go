@@ -60,12 +60,7 @@ func startMain(args []string) error {
 		return err
 	}
 	ctx := context.Background()
-	absBin, absDir, d, err := prepareRun(*bin, *dir)
-	if err != nil {
-		return err
-	}
-	policy, _ := filepath.Abs(nodeBenchPolicy)
-	env, err := startRunner(ctx, absBin, absDir, policy, startOptedIn)
+	env, absBin, absDir, d, err := prepareRunner(ctx, *bin, *dir, startOptedIn)
 	if err != nil {
 		return err
 	}
@@ -77,6 +72,7 @@ func startMain(args []string) error {
 		return os.ReadFile(env.Runner.LogPath(ns, name, "spark"))
 	}}}
 	if *onNode {
+		policy, _ := filepath.Abs(nodeBenchPolicy)
 		nenv, _, err := startNode(ctx, absBin, absDir, d, policy, startOptedIn)
 		if err != nil {
 			return err

@@ -13,7 +13,8 @@ import (
 // TestConnectAuth: a Connect server on Spark 4.0+ binds the JVM to
 // 127.0.0.1:ConnectJVMPort, the sidecar serves ConnectPort and the conf
 // init container exports the sidecar's token; a user who sets one of those
-// keys is refused naming it; a 3.5 server is left as it is, with a warning.
+// keys is refused naming it; a 3.5 server's JVM moves to ConnectJVMPort on
+// every address, behind the sidecar without a token, with a warning.
 func TestConnectAuth(t *testing.T) {
 	server := func(image string, args ...string) *corev1.Pod {
 		return driverPod(func(p *corev1.Pod) {
@@ -36,19 +37,8 @@ func TestConnectAuth(t *testing.T) {
 			t.Errorf("effective conf lacks %q:\n%s", want, conf)
 		}
 	}
-	env := map[string]string{}
-	var confScript string
-	for _, c := range pod.Spec.InitContainers {
-		switch c.Name {
-		case SidecarName:
-			for _, e := range c.Env {
-				env[e.Name] = e.Value
-			}
-		case ConfInitName:
-			confScript = strings.Join(c.Command, " ")
-		}
-	}
-	if env[vocab.EnvConnectListen] != ":15002" || env[vocab.EnvConnectBackend] != "127.0.0.1:15102" {
+	env, confScript := connectInitContainers(pod)
+	if env[vocab.EnvConnectListen] != ":15002" || env[vocab.EnvConnectBackend] != "127.0.0.1:15102" || env[vocab.EnvConnectNoToken] != "" {
 		t.Errorf("sidecar env %s=%q %s=%q, want :15002 and 127.0.0.1:15102", vocab.EnvConnectListen, env[vocab.EnvConnectListen],
 			vocab.EnvConnectBackend, env[vocab.EnvConnectBackend])
 	}
@@ -74,10 +64,39 @@ func TestConnectAuth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(old.Annotations[vocab.AnnotationEffectiveConf], "spark.connect.grpc") {
-		t.Errorf("a 3.5 server's conf binds its Connect port:\n%s", old.Annotations[vocab.AnnotationEffectiveConf])
+	conf = old.Annotations[vocab.AnnotationEffectiveConf]
+	if !strings.Contains(conf, "spark.connect.grpc.binding.port 15102\n") || strings.Contains(conf, "spark.connect.grpc.binding.address") {
+		t.Errorf("a 3.5 server's conf, want its Connect port moved to 15102 and no binding address (3.5 has none):\n%s", conf)
 	}
-	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Spark 3.5.9 Connect server listens on every address") {
+	oldEnv, oldScript := connectInitContainers(old)
+	if strings.Contains(oldScript, "SPARK_CONNECT_AUTHENTICATE_TOKEN") {
+		t.Errorf("the conf init container of a 3.5 server exports a token its JVM does not check:\n%s", oldScript)
+	}
+	if oldEnv[vocab.EnvConnectListen] != ":15002" || oldEnv[vocab.EnvConnectBackend] != "127.0.0.1:15102" || oldEnv[vocab.EnvConnectNoToken] != "true" {
+		t.Errorf("a 3.5 server's sidecar env %v, want it to serve :15002 and forward to 127.0.0.1:15102 without a token", oldEnv)
+	}
+	if len(res.Warnings) != 1 || !strings.Contains(res.Warnings[0], "Spark 3.5.9 Connect server binds port 15102 on every address of the pod and checks no token") ||
+		!strings.Contains(res.Warnings[0], "NetworkPolicy") {
 		t.Errorf("warnings %q, want the 3.5 one", res.Warnings)
 	}
+	if _, err := inject(t, server("apache/spark:3.5.9", "--conf", "spark.connect.grpc.binding.port=15002"), pol); err == nil {
+		t.Error("a 3.5 server that sets spark.connect.grpc.binding.port was admitted")
+	}
+}
+
+// connectInitContainers is the sidecar's env and the conf init
+// container's command of an injected pod.
+func connectInitContainers(pod *corev1.Pod) (sidecarEnv map[string]string, confScript string) {
+	sidecarEnv = map[string]string{}
+	for _, c := range pod.Spec.InitContainers {
+		switch c.Name {
+		case SidecarName:
+			for _, e := range c.Env {
+				sidecarEnv[e.Name] = e.Value
+			}
+		case ConfInitName:
+			confScript = strings.Join(c.Command, " ")
+		}
+	}
+	return sidecarEnv, confScript
 }

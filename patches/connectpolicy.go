@@ -50,9 +50,10 @@ func planConnectPolicy(pod *corev1.Pod, p *plan) error {
 		p.conf[k] = v
 	}
 	maps.Copy(p.conf, enforced)
-	if c.MaxSessions > 0 && !lineOfImage(p.container(pod).Image).atLeast(connectAuthSince) {
-		p.warn(fmt.Sprintf("the policy's connect.maxSessions (%d) holds only for Spark 4.0+ Connect servers, whose clients the sidecar admits; "+
-			"this one (Spark %s) takes any number of sessions", c.MaxSessions, imageVersion(p.container(pod).Image)))
+	if c.SessionIdleTimeout != "" && !lineOfImage(p.container(pod).Image).atLeast(connectAuthSince) {
+		p.warn(fmt.Sprintf("the policy's connect.sessionIdleTimeout (%s) is Spark's own session timeout from Spark 4.0; a Spark %s server keeps a session "+
+			"60 minutes after its last call whatever it says, and the sidecar counts it for the timeout (docs/connect.md#spark-35)",
+			c.SessionIdleTimeout, imageVersion(p.container(pod).Image)))
 	}
 	return nil
 }

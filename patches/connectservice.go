@@ -35,13 +35,9 @@ func checkConnectService(pod *corev1.Pod, p *plan) error {
 	if p.connectAuth {
 		return nil
 	}
-	why := "the pod runs no Spark Connect server"
-	if p.connect != "" {
-		why = "sparklet stands in front of Spark Connect servers on Spark 4.0+ only, and this one is on " + imageVersion(p.container(pod).Image)
-	}
 	return &Refused{Reason: "bad-connect-service", Message: fmt.Sprintf(
-		"annotation %s: \"true\" asks for a Service in front of the sparklet sidecar's Spark Connect port, but %s; remove the annotation (docs/connect.md)",
-		vocab.AnnotationConnectService, why)}
+		"annotation %s: \"true\" asks for a Service in front of the sparklet sidecar's Spark Connect port, but the pod runs no Spark Connect server; remove the annotation (docs/connect.md)",
+		vocab.AnnotationConnectService)}
 }
 
 // labelConnectServer labels a Connect server's pod with the name of the

@@ -74,7 +74,6 @@ func TestConnectServiceAnnotation(t *testing.T) {
 		says string
 	}{
 		{"neither true nor false", server("apache/spark:4.3.0", "yes"), `"yes" is neither "true" nor "false"`},
-		{"a 3.5 server", server("apache/spark:3.5.9", "true"), "Spark 4.0+ only, and this one is on 3.5.9"},
 		{"not a Connect server", driverPod(func(p *corev1.Pod) {
 			p.Annotations = map[string]string{vocab.AnnotationConnectService: "true"}
 		}), "the pod runs no Spark Connect server"},
@@ -88,7 +87,10 @@ func TestConnectServiceAnnotation(t *testing.T) {
 			}
 		})
 	}
-	if _, err := inject(t, server("apache/spark:3.5.9", "false"), pol); err != nil {
-		t.Errorf("a 3.5 server that asks for no Service: %v", err)
+	old := server("apache/spark:3.5.9", "true")
+	if _, err := inject(t, old, pol); err != nil {
+		t.Errorf("a 3.5 server, behind the sidecar too: %v", err)
+	} else if old.Labels[vocab.LabelConnectServer] == "" {
+		t.Errorf("a 3.5 server has no label %s", vocab.LabelConnectServer)
 	}
 }

@@ -13,18 +13,11 @@ const (
 	ConnectTLSDir    = "/var/run/secrets/sparklet-connect-tls"
 )
 
-// planConnectTLS takes the policy's TLS Secret for a Connect server whose
-// clients the sidecar admits. A 3.5 server serves its own port, which the
-// Secret cannot change: its user is told. It runs after planConnectAuth.
-func planConnectTLS(pod *corev1.Pod, p *plan) error {
-	secret := p.pol.Connect.TLSSecretName
-	switch {
-	case secret == "" || p.connect == "":
-	case p.connectAuth:
-		p.connectTLS = secret
-	default:
-		p.warn(fmt.Sprintf("container %q: the policy's connect.tlsSecretName %q is not used: a Spark %s Connect server serves its own port, without TLS; "+
-			"sparklet serves Connect clients over TLS on Spark 4.0+ only (docs/connect.md)", p.container(pod).Name, secret, imageVersion(p.container(pod).Image)))
+// planConnectTLS takes the policy's TLS Secret for a Connect server,
+// whose clients the sidecar admits. It runs after planConnectAuth.
+func planConnectTLS(_ *corev1.Pod, p *plan) error {
+	if p.connectAuth {
+		p.connectTLS = p.pol.Connect.TLSSecretName
 	}
 	return nil
 }

@@ -33,6 +33,9 @@ type plan struct {
 	// connectAuth is set when the sidecar admits the Connect server's
 	// clients (planConnectAuth).
 	connectAuth bool
+	// connectJVMToken is set when the JVM's Connect port takes only the
+	// token the sidecar writes (Spark 4.0+); a 3.5 JVM checks none.
+	connectJVMToken bool
 	// connectTLS is the Secret the sidecar serves Connect clients over
 	// TLS with, or empty (planConnectTLS).
 	connectTLS string

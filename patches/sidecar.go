@@ -36,6 +36,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		AppPerJVM:      p.appPerJVM,
 		ConnectListen:  p.connectListen(),
 		ConnectBackend: p.connectBackend(),
+		ConnectNoToken: p.connectAuth && !p.connectJVMToken,
 		ConnectTLSDir:  p.connectTLSDir(),
 		EventLogDir:    p.eventLogDir(),
 	}.EnvVars()

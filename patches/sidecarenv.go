@@ -46,6 +46,10 @@ type SidecarEnv struct {
 	// them, and the JVM's port on 127.0.0.1; rendered only when set.
 	ConnectListen  string
 	ConnectBackend string
+	// ConnectNoToken is set when the JVM's Connect port checks no token
+	// (Spark 3.5): the sidecar then writes none and forwards admitted
+	// clients without one; rendered only when set.
+	ConnectNoToken bool
 	// ConnectTLSDir holds tls.crt and tls.key, from the policy's
 	// connect.tlsSecretName: the sidecar then serves Connect clients over
 	// TLS only; rendered only when set.
@@ -74,6 +78,9 @@ func (e SidecarEnv) EnvVars() []corev1.EnvVar {
 	if e.ConnectListen != "" {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectListen, Value: e.ConnectListen},
 			corev1.EnvVar{Name: vocab.EnvConnectBackend, Value: e.ConnectBackend})
+	}
+	if e.ConnectNoToken {
+		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectNoToken, Value: "true"})
 	}
 	if e.ConnectTLSDir != "" {
 		env = append(env, corev1.EnvVar{Name: vocab.EnvConnectTLSDir, Value: e.ConnectTLSDir})
@@ -115,6 +122,7 @@ func ParseSidecarEnv(lookup func(string) (string, bool)) SidecarEnv {
 		AppPerJVM:        get(vocab.EnvAppPerJVM, "") == "true",
 		ConnectListen:    get(vocab.EnvConnectListen, ""),
 		ConnectBackend:   get(vocab.EnvConnectBackend, ""),
+		ConnectNoToken:   get(vocab.EnvConnectNoToken, "") == "true",
 		ConnectTLSDir:    get(vocab.EnvConnectTLSDir, ""),
 		EventLogDir:      get(vocab.EnvEventLogDir, ""),
 	}

@@ -27,6 +27,7 @@ type Config struct {
 	AppPerJVM        bool   // vocab.EnvAppPerJVM: every JVM of the Spark container is an application of its own
 	ConnectListen    string // vocab.EnvConnectListen: Spark Connect clients; "" serves none
 	ConnectBackend   string // vocab.EnvConnectBackend: the JVM's Connect port on 127.0.0.1
+	ConnectNoToken   bool   // vocab.EnvConnectNoToken: the JVM's Connect port checks no token (Spark 3.5)
 	ConnectTLSDir    string // vocab.EnvConnectTLSDir: tls.crt and tls.key for Connect clients; "" serves cleartext
 	EventLogDir      string // vocab.EnvEventLogDir: the JVM's event logs, which the sidecar ships; empty for none
 	Kubeconfig       string // --kubeconfig; empty means in-cluster

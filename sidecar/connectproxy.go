@@ -25,8 +25,8 @@ const connectTokenName = "connect"
 
 // connectProxy serves Spark Connect clients on the pod's addresses and
 // forwards those connectAuth admits to the JVM's Connect port on
-// 127.0.0.1, with the JVM's own token in place of theirs
-// (docs/connect.md). Clients speak gRPC over TLS when the policy names a
+// 127.0.0.1, with the JVM's own token in place of theirs, or with none
+// for a JVM that checks none (Spark 3.5) (docs/connect.md). Clients speak gRPC over TLS when the policy names a
 // certificate (tlsSecret), else over cleartext HTTP/2 with prior
 // knowledge, as Spark's clients do without use_ssl; the proxy speaks
 // cleartext to the JVM on 127.0.0.1. A refusal is a gRPC status, never an
@@ -43,6 +43,9 @@ type connectProxy struct {
 	operations *prometheus.CounterVec
 }
 
+// newConnectProxy forwards to backend with jvmToken, or with no
+// authorization at all when jvmToken is nil: the client's own token never
+// reaches the JVM.
 func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, limits connectLimits, registry *prometheus.Registry, log *logrus.Entry) *connectProxy {
 	target := &url.URL{Scheme: "http", Host: backend}
 	tr := &http.Transport{Protocols: new(http.Protocols), DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext}
@@ -51,6 +54,10 @@ func newConnectProxy(auth *connectAuth, backend string, jvmToken []byte, limits 
 	rp := &httputil.ReverseProxy{
 		Rewrite: func(r *httputil.ProxyRequest) {
 			r.SetURL(target)
+			if jvmToken == nil {
+				r.Out.Header.Del("Authorization")
+				return
+			}
 			r.Out.Header.Set("Authorization", bearer)
 		},
 		Transport: tr,
@@ -162,10 +169,11 @@ func serveConnect(listen string, h http.Handler, tlsConf *tls.Config) (addr stri
 	return ln.Addr().String(), func() { _ = srv.Close() }, nil
 }
 
-// startConnect writes the JVM's Connect token, next to its API token, and
-// serves Connect clients, when the webhook asked for it (the driver is a
-// Spark Connect server on Spark 4.0+). It runs before the sidecar is
-// ready, so the token is there when the JVM starts.
+// startConnect writes the JVM's Connect token, next to its API token
+// (none for a JVM that checks none, Spark 3.5's), and serves Connect
+// clients, when the webhook asked for it (the driver is a Spark Connect
+// server). It runs before the sidecar is ready, so the token is there
+// when the JVM starts.
 // With a certificate (the policy's connect.tlsSecretName, mounted at
 // ConnectTLSDir) clients must use TLS; files that do not load keep the
 // sidecar from starting.
@@ -173,9 +181,12 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	if s.cfg.ConnectListen == "" {
 		return func() {}, nil
 	}
-	token, err := writeToken(filepath.Join(filepath.Dir(s.cfg.TokenFile), connectTokenName))
-	if err != nil {
-		return nil, fmt.Errorf("the Spark Connect token: %w", err)
+	var token []byte
+	if !s.cfg.ConnectNoToken {
+		var err error
+		if token, err = writeToken(filepath.Join(filepath.Dir(s.cfg.TokenFile), connectTokenName)); err != nil {
+			return nil, fmt.Errorf("the Spark Connect token: %w", err)
+		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	var tlsConf *tls.Config
@@ -199,7 +210,8 @@ func (s *Sidecar) startConnect(pol *policy.Effective) (stop func(), err error) {
 	}
 	s.apps.whenJVMEnds(proxy.sessions.forgetAll)
 	s.log.WithFields(logrus.Fields{"listen": addr, "jvm": s.cfg.ConnectBackend, "verb": access.Verb, "resource": auth.resourceName(),
-		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String(), "tls": tlsConf != nil}).
+		"maxSessions": pol.Connect.MaxSessions, "sessionIdleTimeout": limitsOf(pol.Connect).idle.String(), "tls": tlsConf != nil,
+		"jvmToken": token != nil}).
 		Info("serving Spark Connect clients")
 	return func() { stopServing(); cancel() }, nil
 }

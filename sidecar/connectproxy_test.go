@@ -224,6 +224,30 @@ func TestConnectProxy(t *testing.T) {
 	}
 }
 
+// TestConnectProxyNoJVMToken: for a JVM that checks no token (Spark 3.5)
+// the sidecar still refuses a client RBAC does not allow, and forwards an
+// allowed client's call without any Authorization, never the client's own
+// Kubernetes token.
+func TestConnectProxyNoJVMToken(t *testing.T) {
+	jvm := startFakeJVM(t)
+	rv := &reviews{users: map[string]string{"alice-token": "alice", "bob-token": "bob"}, allowed: map[string]bool{"alice": true}}
+	auth := newConnectAuth(rv.clientset(), "spark-jobs", policy.Sidecar{}.ConnectAccessOrDefault(), logrus.NewEntry(logrus.New()))
+	addr, stop, err := serveConnect("127.0.0.1:0", newConnectProxy(auth, jvm.addr, nil, limitsOf(policy.Connect{}), prometheus.NewRegistry(), logrus.NewEntry(logrus.New())), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	if _, status, msg := call(t, addr, "bob-token"); status != "7" || jvm.calls.Load() != 0 {
+		t.Fatalf("a client RBAC does not allow: status %s %q, %d calls reached the JVM; want 7 and none", status, msg, jvm.calls.Load())
+	}
+	if body, status, msg := call(t, addr, "alice-token"); status != "0" || body != "reply to session-1" {
+		t.Fatalf("an allowed client: status %s %q, body %q; want 0 and the JVM's reply", status, msg, body)
+	}
+	if got := jvm.auth.Load(); got != "" {
+		t.Errorf("the JVM was sent Authorization %q, want none", got)
+	}
+}
+
 // TestConnectProxyJVMDown: an admitted client whose JVM is not listening
 // gets UNAVAILABLE, which Spark's clients retry.
 func TestConnectProxyJVMDown(t *testing.T) {

@@ -62,10 +62,14 @@ func limitsOf(c policy.Connect) connectLimits {
 // released (the ReleaseSession RPC, which pyspark's SparkSession.stop
 // sends) or has had no call for the idle timeout, after which Spark's
 // session manager closes it too (SparkConnectSessionManager.periodicMaintenance,
-// 3.5.0 to 4.3.0: idle since its last call, checked every
+// 4.0.0 to 4.3.0: idle since its last call, checked every
 // spark.connect.session.manager.maintenanceInterval). A session with a
 // call in flight is never idle here, so the sidecar counts a session at
-// least as long as Spark holds it.
+// least as long as Spark 4 holds it. Spark 3.5 has neither ReleaseSession
+// nor a timeout to set: it keeps a session 60 minutes after its last call
+// (SparkConnectService.userSessionMapping, expireAfterAccess 3600 s, in
+// spark-connect_2.12 3.5.7), so there the sidecar may stop counting a
+// session that Spark still holds.
 type connectSessions struct {
 	log    *logrus.Entry
 	users  *userLabels

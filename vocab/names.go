@@ -77,8 +77,9 @@ const (
 	EnvConfSHA256       = "SPARKLET_CONF_SHA256"       // the digest of the conf the webhook delivered to the JVM
 	EnvSchedulingSHA256 = "SPARKLET_SCHEDULING_SHA256" // the digest of the sparklet.io/scheduling the webhook wrote (of "" for none); absent in pods injected before it
 	EnvAppPerJVM        = "SPARKLET_APP_PER_JVM"       // "true" when every JVM of the Spark container is an application of its own (restartPolicy Always or OnFailure); absent otherwise
-	EnvConnectListen    = "SPARKLET_CONNECT_LISTEN"    // where the sidecar serves Spark Connect clients (":15002"); absent unless the driver is a Spark Connect server on Spark 4.0+
+	EnvConnectListen    = "SPARKLET_CONNECT_LISTEN"    // where the sidecar serves Spark Connect clients (":15002"); absent unless the driver is a Spark Connect server
 	EnvConnectBackend   = "SPARKLET_CONNECT_BACKEND"   // the JVM's Connect port on 127.0.0.1, which the sidecar forwards admitted clients to; set with EnvConnectListen
+	EnvConnectNoToken   = "SPARKLET_CONNECT_NO_TOKEN"  // "true" when the JVM's Connect port checks no token (Spark 3.5): the sidecar writes none and forwards admitted clients without one; absent otherwise
 	EnvConnectTLSDir    = "SPARKLET_CONNECT_TLS_DIR"   // the directory of the sidecar's Connect certificate (tls.crt, tls.key), mounted from the policy's connect.tlsSecretName: the sidecar then serves Connect clients over TLS only; absent for cleartext
 	EnvEventLogDir      = "SPARKLET_EVENT_LOG_DIR"     // the directory the JVM writes its event logs to, which the sidecar ships to the policy's history store; absent when it ships none
 )

@@ -41,6 +41,7 @@ func newSidecarCmd(a *app) *cobra.Command {
 	fs.BoolVar(&cfg.AppPerJVM, "app-per-jvm", env.AppPerJVM, "every JVM of the Spark container is an application of its own (env "+vocab.EnvAppPerJVM+")")
 	fs.StringVar(&cfg.ConnectListen, "connect-listen", env.ConnectListen, "address to serve Spark Connect clients on (env "+vocab.EnvConnectListen+")")
 	fs.StringVar(&cfg.ConnectBackend, "connect-backend", env.ConnectBackend, "the JVM's Spark Connect address (env "+vocab.EnvConnectBackend+")")
+	fs.BoolVar(&cfg.ConnectNoToken, "connect-no-token", env.ConnectNoToken, "the JVM's Spark Connect port checks no token (Spark 3.5): forward clients without one (env "+vocab.EnvConnectNoToken+")")
 	fs.StringVar(&cfg.ConnectTLSDir, "connect-tls-dir", env.ConnectTLSDir, "directory with tls.crt and tls.key: serve Spark Connect clients over TLS only (env "+vocab.EnvConnectTLSDir+")")
 	cfg.PolicyJSON, cfg.ConfSHA256, cfg.SchedulingSHA256, cfg.EventLogDir = env.PolicyJSON, env.ConfSHA256, env.SchedulingSHA256, env.EventLogDir
 	return cmd

@@ -65,17 +65,7 @@ func TestConnectAuth(t *testing.T) {
 	}
 	t.Logf("Spark %s: the allowed client's session and query with a shuffle took %v through the sidecar", d.Version, time.Since(start).Round(time.Millisecond))
 
-	for _, c := range []struct{ who, url, says string }{
-		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
-			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
-		{"no token", server, "no Kubernetes token"},
-	} {
-		got := runConnectClient(t, site, c.url)
-		if !strings.HasPrefix(got, "ERROR ") || !strings.Contains(got, c.says) {
-			t.Errorf("%s: the client printed %q, want an error saying %q", c.who, got, c.says)
-		}
-		t.Logf("%s: %s", c.who, got)
-	}
+	checkRefused(t, site, ns, server)
 	side := log(ns, pod.Name, "sparklet-sidecar")
 	for _, want := range []string{`"msg":"Spark Connect session opened"`, `"user":"system:serviceaccount:` + ns + `:analyst"`, `"code":"PERMISSION_DENIED"`} {
 		if !strings.Contains(side, want) {
@@ -103,6 +93,24 @@ func TestConnectAuth(t *testing.T) {
 	}
 }
 
+// checkRefused connects to server with the token of ServiceAccount
+// intruder, which no Role allows, and with none: the client gets
+// PERMISSION_DENIED and UNAUTHENTICATED with the sidecar's message.
+func checkRefused(t *testing.T, site, ns, server string) {
+	t.Helper()
+	for _, c := range []struct{ who, url, says string }{
+		{"intruder", server + ";authorization=" + url.PathEscape("Bearer "+bearer(t, ns, "intruder")),
+			"system:serviceaccount:" + ns + ":intruder may not create sparkconnect.sparklet.io in namespace " + ns},
+		{"no token", server, "no Kubernetes token"},
+	} {
+		got := runConnectClient(t, site, c.url)
+		if !strings.HasPrefix(got, "ERROR ") || !strings.Contains(got, c.says) {
+			t.Errorf("%s: the client printed %q, want an error saying %q", c.who, got, c.says)
+		}
+		t.Logf("%s: %s", c.who, got)
+	}
+}
+
 // startConnectServer runs examples/connect-deployment.yaml of d in the
 // test's namespace, with ServiceAccounts allowed to connect (bound to a
 // Role that may create sparkconnect.sparklet.io, what a platform grants a
@@ -111,7 +119,14 @@ func TestConnectAuth(t *testing.T) {
 // an IP.
 func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (string, *corev1.Pod) {
 	t.Helper()
-	ns := deployConnectServer(t, d, allowed, others)
+	return startConnectManifest(t, example(t, "connect-deployment.yaml", d), allowed, others)
+}
+
+// startConnectManifest is startConnectServer with the Deployment's
+// manifest given.
+func startConnectManifest(t *testing.T, manifest []byte, allowed, others []string) (string, *corev1.Pod) {
+	t.Helper()
+	ns := deployConnectManifest(t, manifest, allowed, others)
 	pod := connectPod(t, ns)
 	waitServerStarted(t, ns, pod.Name, 1)
 	return ns, waitPod(t, ns, pod.Name, "had an IP", time.Minute, func(p *corev1.Pod) bool { return p.Status.PodIP != "" })
@@ -121,6 +136,13 @@ func startConnectServer(t *testing.T, d spark.Dist, allowed, others []string) (s
 // test's namespace with the ServiceAccounts and the Role of
 // startConnectServer, and returns the namespace.
 func deployConnectServer(t *testing.T, d spark.Dist, allowed, others []string) string {
+	t.Helper()
+	return deployConnectManifest(t, example(t, "connect-deployment.yaml", d), allowed, others)
+}
+
+// deployConnectManifest is deployConnectServer with the Deployment's
+// manifest given.
+func deployConnectManifest(t *testing.T, manifest []byte, allowed, others []string) string {
 	t.Helper()
 	ns := namespace(t)
 	ctx := context.Background()
@@ -144,7 +166,7 @@ rules:
 	}
 	kubectl(t, nil, args...)
 
-	kubectl(t, example(t, "connect-deployment.yaml", d), "apply", "-n", ns, "-f", "-")
+	kubectl(t, manifest, "apply", "-n", ns, "-f", "-")
 	t.Cleanup(func() {
 		_, _, _ = env.Kubectl(context.Background(), nil, "delete", "deployment", "spark-connect", "-n", ns, "--wait=false")
 	})

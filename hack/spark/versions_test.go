@@ -82,3 +82,13 @@ func TestRetarget(t *testing.T) {
 		t.Errorf("Retarget:\n%s\nwant\n%s", got, want)
 	}
 }
+
+func TestConnectJar(t *testing.T) {
+	j, err := ConnectJar()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Group != "org.apache.spark" || !strings.HasPrefix(j.Artifact, "spark-connect_2.12") || len(j.SHA256) != 64 {
+		t.Errorf("hack/spark/connect-jar pins %+v, want a spark-connect_2.12 jar with a sha256", j)
+	}
+}
