@@ -5,9 +5,12 @@
 // SPARKLET_E2E=1 (make test sets it), as root, and then fails, rather than
 // skips, if a binary or a distribution is missing.
 //
-// Tests that spend most of their time waiting on Spark's own timers (idle
+// Tests that spend most of their time waiting (on Spark's own timers: idle
 // and session timeouts, the resize plugin's interval, a kept executor's
-// window) call t.Parallel and so run together after the others; each has
-// its own namespace and policy section and touches nothing cluster-wide.
+// window; on a CronJob's runs, a sleeping job, a refused profile) call
+// t.Parallel and so run together after the others; each has its own
+// namespace and policy section and touches nothing cluster-wide. Tests
+// that restart the API server, install a scheduler, or bound a time
+// (executors gone within 5 s of a JVM's kill) stay sequential.
 // make test runs four of them at a time (go test -parallel 4).
 package realspark

@@ -122,6 +122,7 @@ func TestEventLogs(t *testing.T) {
 // kill, and the last one, as the JVM left it, soon after, with the app
 // status still in progress (the application never ended).
 func TestEventLogsDriverKilled(t *testing.T) {
+	t.Parallel()
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
 			ns, appID := startEventLogJob(t, d, eventLogJob(120000))

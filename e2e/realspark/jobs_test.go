@@ -51,6 +51,7 @@ func TestSparkPiJob(t *testing.T) {
 // overlap, are two applications with ids of their own, and each one's
 // executors are its own.
 func TestSparkPiCronJob(t *testing.T) {
+	t.Parallel()
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {
 			manifest, cronJob := fixtures.Suspended(t, example(t, "spark-pi-cronjob.yaml", d))

@@ -33,6 +33,7 @@ import (
 // spark.executor.maxNumFailures (here 4), so from 4.1 on the policy
 // allows 4.
 func TestResourceProfiles(t *testing.T) {
+	t.Parallel()
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) { resourceProfiles(t, d) })
 	}

@@ -63,6 +63,7 @@ var createdLocalDir = regexp.MustCompile(`Created local directory at (\S+)`)
 // defaults, and run a shuffle with the user's partition count; the
 // effective-conf annotation must not repeat the user's lines.
 func TestUsersLocalDirsAndConfKept(t *testing.T) {
+	t.Parallel()
 	sum := sha256.Sum256([]byte(usersKeptScript))
 	url := files.Serve("py/userskept.py", []byte(usersKeptScript))
 	for _, route := range []struct{ name, env, conf string }{
