@@ -511,6 +511,12 @@ func TestAppliesToARealAPIServer(t *testing.T) {
 		}
 		applyChart(ctx, t, c, r.docs, want)
 	}
+	// keep-failed.yaml's grant to reap kept executors is cluster-wide
+	// (namespaces by label); the self-managed run below checks the
+	// per-namespace one of a namespace list.
+	if err := c.Client().RbacV1().ClusterRoleBindings().Delete(ctx, release+"-sparklet-kept-executors", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
 	t.Run("helm install", func(t *testing.T) { helmInstall(ctx, t, c) })
 	// Switching the release to self-managed certificates is an upgrade
 	// of the same objects; then the webhook runs from what was rendered.

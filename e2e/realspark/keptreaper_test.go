@@ -3,7 +3,6 @@ package realspark
 import (
 	"context"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -11,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/sparklet/sparklet/vocab"
 )
 
 // keptReaperWindow is the namespace's logs.keepFailedExecutorsSeconds in
@@ -34,17 +31,7 @@ func TestKeptExecutorRemovedAfterItsDriverEnded(t *testing.T) {
 	victim := nextExecutor(t, ns, execs, killed)
 	killBusy(t, ns, victim, killed)
 
-	var kept *corev1.Pod
-	waitFor(t, ns, "the failed executor labelled "+vocab.LabelKeptUntil, 2*time.Minute, func() bool {
-		p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), victim.Name, metav1.GetOptions{})
-		kept = p
-		return err == nil && p.Labels[vocab.LabelKeptUntil] != ""
-	})
-	secs, err := strconv.ParseInt(kept.Labels[vocab.LabelKeptUntil], 10, 64)
-	if err != nil {
-		t.Fatalf("%s=%q: %v", vocab.LabelKeptUntil, kept.Labels[vocab.LabelKeptUntil], err)
-	}
-	until := time.Unix(secs, 0)
+	_, until := waitKept(t, ns, victim.Name)
 	if w := time.Until(until); w <= 0 || w > keptReaperWindow+time.Second {
 		t.Fatalf("kept until %v from now, want within the policy's %v", w.Round(time.Second), keptReaperWindow)
 	}
