@@ -503,13 +503,19 @@ func TestAppliesToARealAPIServer(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	c := cluster.StartForTest(ctx, t, binDir(t))
-	for _, values := range [][]string{nil, {"namespace-list.yaml"}, {"custom-policy.yaml"}, {"no-cert-manager.yaml"}, {"issuer-ref.yaml"}} {
+	for _, values := range [][]string{nil, {"namespace-list.yaml"}, {"custom-policy.yaml"}, {"no-cert-manager.yaml"}, {"issuer-ref.yaml"}, {"keep-failed.yaml"}} {
 		r := render(t, values...)
 		want := map[bool]int{true: 4, false: 0}[r.certManager()]
 		if contains(values, "issuer-ref.yaml") {
 			want = 1 // the serving Certificate only
 		}
 		applyChart(ctx, t, c, r.docs, want)
+	}
+	// keep-failed.yaml's grant to reap kept executors is cluster-wide
+	// (namespaces by label); the self-managed run below checks the
+	// per-namespace one of a namespace list.
+	if err := c.Client().RbacV1().ClusterRoleBindings().Delete(ctx, release+"-sparklet-kept-executors", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
 	}
 	t.Run("helm install", func(t *testing.T) { helmInstall(ctx, t, c) })
 	// Switching the release to self-managed certificates is an upgrade
@@ -628,7 +634,7 @@ func helmInstall(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 // namespace is then injected through them.
 func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 	full := release + "-sparklet"
-	r := render(t, "self-managed.yaml", "namespace-list.yaml")
+	r := render(t, "self-managed.yaml", "namespace-list.yaml", "keep-failed.yaml")
 	var d appsv1.Deployment
 	r.get(t, "Deployment/"+releaseNS+"/"+full, &d)
 	var cm corev1.ConfigMap
@@ -737,6 +743,7 @@ func selfManagedEndToEnd(ctx context.Context, t *testing.T, c *cluster.Cluster) 
 	if _, ok := other.Annotations[vocab.AnnotationStatus]; ok {
 		t.Error("a driver in a namespace outside namespaces.list was injected")
 	}
+	reapsKeptExecutors(ctx, t, c)
 }
 
 func freePorts(t *testing.T, n int) []int {
@@ -872,6 +879,15 @@ func checkRBAC(ctx context.Context, t *testing.T, c *cluster.Cluster) {
 		check{webhookSA, "delete", "", "secrets", releaseNS, "sparklet-webhook-certs", false},
 		check{webhookSA, "get", "", "secrets", "team-a", "sparklet-webhook-certs", false},
 		check{webhookSA, "create", "", "pods", "team-a", "", false},
+		// The policy keeps failed executors: the webhook reaps them in the
+		// listed namespaces (keep-failed.yaml).
+		check{webhookSA, "list", "", "pods", "team-a", "", true},
+		check{webhookSA, "watch", "", "pods", "team-b", "", true},
+		check{webhookSA, "delete", "", "pods", "team-a", "", true},
+		check{webhookSA, "get", "", "pods", "team-a", "", false},
+		check{webhookSA, "patch", "", "pods", "team-a", "", false},
+		check{webhookSA, "delete", "", "pods", "team-c", "", false},
+		check{webhookSA, "list", "", "pods", "", "", false},
 		check{webhookSA, "update", "admissionregistration.k8s.io", "mutatingwebhookconfigurations", "", release + "-sparklet", false},
 	)
 	for res, verbs := range map[string][]string{

@@ -15,8 +15,9 @@ type Logs struct {
 	ExecutorURL string `json:"executorURL,omitempty"`
 	// KeepFailedExecutorsSeconds keeps a failed executor pod that long
 	// after its JVM asks to delete it, so that `kubectl logs` works on it;
-	// the sidecar deletes it then, or leaves it to its owner, the driver
-	// pod, when the driver has ended first. 0 deletes it at once.
+	// the sidecar deletes it then, or, when the driver has ended first,
+	// the webhook (--reap-kept-executors, which the chart sets when a
+	// policy keeps failed executors). 0 deletes it at once.
 	KeepFailedExecutorsSeconds int64 `json:"keepFailedExecutorsSeconds,omitempty"`
 }
 

@@ -23,7 +23,8 @@ import (
 // reached a final state (ExecutorPodsLifecycleManager, 3.5.9 to 4.3.0) and
 // calls again on each snapshot while it still sees it; those calls are
 // answered from here. The end-of-application cleanup leaves the kept
-// pods to their owner, the driver pod.
+// pods; the webhook (--reap-kept-executors) deletes those whose window
+// ends after the sidecar has exited.
 type keeper struct {
 	client    kubecore.Interface
 	namespace string
@@ -75,6 +76,6 @@ func (k *keeper) delete(name string, uid types.UID) {
 	defer cancel()
 	err := k.client.Pods(k.namespace).Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}})
 	if err != nil && !apierrors.IsNotFound(err) {
-		k.log.WithError(err).WithField("pod", name).Warn("could not delete a kept failed executor; its owner, the driver pod, takes it along")
+		k.log.WithError(err).WithField("pod", name).Warn("could not delete a kept failed executor; the webhook's reaper, or its owner the driver pod, takes it along")
 	}
 }

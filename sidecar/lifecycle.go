@@ -43,7 +43,7 @@ func (s *Sidecar) sparkEndedHandler() (cache.ResourceEventHandler, <-chan struct
 // cleanup deletes the executor pods, executor ConfigMaps and PVCs that sel
 // selects (apps.all, apps.others): what Spark's own stop() would delete had
 // the JVM stopped cleanly. Failed executors kept for their logs (keeper)
-// stay with their owner, the driver pod.
+// stay until their window ends; the webhook's reaper deletes them then.
 func cleanup(ctx context.Context, client kubecore.Interface, namespace string, sel labels.Selector) error {
 	bg := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &bg}

@@ -16,7 +16,7 @@ const AnnotationExitException = "spark.exit-exception" // Spark writes the excep
 const (
 	LabelInject    = "sparklet.io/inject"     // the operator writes "enabled" on a namespace; the chart's namespaceSelector and `sparklet check` read it
 	LabelManaged   = "sparklet.io/managed"    // the sidecar writes "true" on the executors it created; operators select them with it
-	LabelKeptUntil = "sparklet.io/kept-until" // the sidecar writes it on a failed executor it keeps for the policy's logs.keepFailedExecutorsSeconds: the Unix time until which; its cleanup leaves such pods to their owner, the driver pod
+	LabelKeptUntil = "sparklet.io/kept-until" // the sidecar writes it on a failed executor it keeps for the policy's logs.keepFailedExecutorsSeconds: the Unix time until which; its cleanup leaves such pods; the sidecar, or when the driver ended first the webhook (--reap-kept-executors), deletes the pod once that time has passed
 	LabelUIFor     = "sparklet.io/ui-for"     // the sidecar writes the driver's name on its Spark UI Service; the sidecar reads it
 	// LabelDriverApp: the sidecar of a driver whose every JVM is an application of its own writes the driver pod's
 	// spark-app-selector on the executors, ConfigMaps and PVCs of each; it watches and cleans up by it

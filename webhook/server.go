@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/certfiles"
 	"github.com/sparklet/sparklet/internal/profiling"
@@ -28,6 +31,13 @@ type Config struct {
 	Certs CertSource
 	// Profiling serves /debug/pprof/ on the HTTPS port (--profiling).
 	Profiling bool
+	// ReapKeptExecutors deletes the failed executors that drivers'
+	// sidecars keep for their logs once their window ends, also after
+	// their driver ended (--reap-kept-executors, keptreaper.go), in
+	// ReapNamespaces (all when empty) through Client.
+	ReapKeptExecutors bool
+	ReapNamespaces    []string
+	Client            kubernetes.Interface
 }
 
 // Validate names the flag at fault.
@@ -41,6 +51,17 @@ func (c *Config) Validate() error {
 	if c.ReloadInterval <= 0 {
 		return fmt.Errorf("--reload-interval must be positive, got %s", c.ReloadInterval)
 	}
+	if len(c.ReapNamespaces) > 0 && !c.ReapKeptExecutors {
+		return errors.New("--reap-namespaces applies only with --reap-kept-executors; add it or drop --reap-namespaces")
+	}
+	for _, ns := range c.ReapNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return fmt.Errorf("--reap-namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+	}
+	if c.ReapKeptExecutors && c.Client == nil {
+		return errors.New("--reap-kept-executors needs a Kubernetes client (in a pod, its service account's token; outside, --kubeconfig)")
+	}
 	return nil
 }
 
@@ -51,6 +72,7 @@ type Server struct {
 	metrics  *metrics
 	policies *policyStore
 	certs    CertSource
+	reaper   *keptReaper
 }
 
 // NewServer builds a server from a validated config.
@@ -59,6 +81,9 @@ func NewServer(cfg Config, log *logrus.Entry) *Server {
 	s := &Server{cfg: cfg, log: log, metrics: m, certs: cfg.Certs,
 		policies: &policyStore{metrics: m, log: log}}
 	m.registry.MustRegister(newCertExpiry(func() CertSource { return s.certs }))
+	if cfg.ReapKeptExecutors {
+		s.reaper = newKeptReaper(cfg.Client, cfg.ReapNamespaces, newReaperMetrics(m.registry), log.WithField("component", "keptreaper"))
+	}
 	return s
 }
 
@@ -112,6 +137,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(ln, "", "") }()
+	if s.reaper != nil {
+		go s.reaper.Run(ctx)
+	}
 	s.log.WithField("listen", ln.Addr().String()).Info("serving")
 	select {
 	case err := <-errc:

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/sirupsen/logrus"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/sparklet/sparklet/internal/atomicfile"
 	"github.com/sparklet/sparklet/internal/certs"
@@ -148,6 +150,33 @@ func TestConfigValidateNamesFlags(t *testing.T) {
 	err := (&Config{Listen: ":8443", ReloadInterval: time.Second}).Validate()
 	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("--tls-cert-file")) {
 		t.Errorf("err = %v", err)
+	}
+}
+
+func TestConfigValidateReaperFlags(t *testing.T) {
+	base := Config{Listen: ":8443", ReloadInterval: time.Second, TLSCertFile: "c", TLSKeyFile: "k"}
+	client := fake.NewClientset()
+	for _, tc := range []struct {
+		reap       bool
+		namespaces []string
+		client     bool
+		want       string // "" for valid
+	}{
+		{reap: true, client: true},
+		{reap: true, namespaces: []string{"team-a", "team-b"}, client: true},
+		{reap: true, want: "--reap-kept-executors needs a Kubernetes client"},
+		{namespaces: []string{"team-a"}, client: true, want: "--reap-namespaces applies only with --reap-kept-executors"},
+		{reap: true, namespaces: []string{"Team_A"}, client: true, want: `--reap-namespaces: "Team_A"`},
+	} {
+		c := base
+		c.ReapKeptExecutors, c.ReapNamespaces = tc.reap, tc.namespaces
+		if tc.client {
+			c.Client = client
+		}
+		err := c.Validate()
+		if (tc.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("reap=%v namespaces=%v client=%v: error %v, want %q", tc.reap, tc.namespaces, tc.client, err, tc.want)
+		}
 	}
 }
 

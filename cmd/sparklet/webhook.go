@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/gcpercent"
+	"github.com/sparklet/sparklet/vocab"
 	"github.com/sparklet/sparklet/webhook"
 )
 
@@ -28,8 +30,14 @@ func newWebhookCmd(a *app) *cobra.Command {
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			var err error
+			certs.reaping = cfg.ReapKeptExecutors
 			if cfg.Certs, err = certs.certSource(ctx, a.log); err != nil {
 				return err
+			}
+			if cfg.ReapKeptExecutors {
+				if cfg.Client, err = kubeClient(certs.kubeconfig); err != nil {
+					return fmt.Errorf("--reap-kept-executors: %w", err)
+				}
 			}
 			if err := cfg.Validate(); err != nil {
 				return err
@@ -44,6 +52,9 @@ func newWebhookCmd(a *app) *cobra.Command {
 	fs.StringVar(&cfg.PolicyFile, "policy", "", "policy YAML, reloaded when it changes (default: the built-in policy)")
 	fs.DurationVar(&cfg.ReloadInterval, "reload-interval", 10*time.Second, "how often to check the certificate and policy files")
 	fs.BoolVar(&cfg.Profiling, "profiling", false, "serve Go's pprof profiles under /debug/pprof/ on the HTTPS port")
+	fs.BoolVar(&cfg.ReapKeptExecutors, "reap-kept-executors", false,
+		"delete executor pods labelled "+vocab.LabelKeptUntil+" once the time it holds has passed, also after their driver ended (needs list, watch and delete on pods)")
+	fs.StringSliceVar(&cfg.ReapNamespaces, "reap-namespaces", nil, "with --reap-kept-executors: only these namespaces, comma-separated (default: all)")
 	certs.register(fs)
 	return cmd
 }

@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -28,6 +29,8 @@ type certFlags struct {
 	extraSANs  string
 	kubeconfig string
 	fs         *pflag.FlagSet
+	// reaping is --reap-kept-executors, which reads --kubeconfig too.
+	reaping bool
 }
 
 // selfOnlyFlags mean nothing in files mode; naming one there is a mistake
@@ -46,7 +49,7 @@ func (f *certFlags) register(fs *pflag.FlagSet) {
 	fs.DurationVar(&f.self.ServingValidity, "cert-validity", 90*24*time.Hour, "self mode: serving certificate lifetime; renewed when a third is left, the CA lives ten times as long")
 	fs.DurationVar(&f.self.Interval, "cert-check-interval", time.Minute, "self mode: how often the Secret is checked and reloaded")
 	fs.BoolVar(&f.self.LeaderElection, "leader-election", true, "self mode: only the holder of the Lease <cert-secret>-writer writes the Secret and the caBundle")
-	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "self mode: kubeconfig outside a pod (default: in-cluster)")
+	fs.StringVar(&f.kubeconfig, "kubeconfig", "", "self mode and --reap-kept-executors: kubeconfig outside a pod (default: in-cluster)")
 }
 
 // validate checks the flags and fills in the extra SANs.
@@ -54,9 +57,16 @@ func (f *certFlags) validate() error {
 	switch f.mode {
 	case "files":
 		for _, name := range selfOnlyFlags {
-			if f.fs != nil && f.fs.Changed(name) {
-				return fmt.Errorf("--%s applies only with --cert-mode=self; add --cert-mode=self or drop --%s (files mode reads --tls-cert-file and --tls-key-file)", name, name)
+			if f.fs == nil || !f.fs.Changed(name) {
+				continue
 			}
+			if name == "kubeconfig" {
+				if f.reaping {
+					continue
+				}
+				return errors.New("--kubeconfig applies only with --cert-mode=self or --reap-kept-executors; add one or drop --kubeconfig")
+			}
+			return fmt.Errorf("--%s applies only with --cert-mode=self; add --cert-mode=self or drop --%s (files mode reads --tls-cert-file and --tls-key-file)", name, name)
 		}
 		return nil
 	case "self":

@@ -18,13 +18,15 @@ func TestCertFlags(t *testing.T) {
 		args    []string
 		wantErr string // substring; "" for valid
 		sans    []string
+		reaping bool // --reap-kept-executors, which reads --kubeconfig too
 	}{
 		{args: nil},
 		{args: []string{"--cert-mode=self", "--cert-namespace=sparklet-system"}},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--cert-extra-sans= 127.0.0.1, sparklet.example.com ,"}, sans: []string{"127.0.0.1", "sparklet.example.com"}},
 		{args: []string{"--cert-mode=selfsigned"}, wantErr: "--cert-mode must be files or self"},
 		{args: []string{"--cert-extra-sans=127.0.0.1"}, wantErr: "--cert-extra-sans applies only with --cert-mode=self"},
-		{args: []string{"--cert-mode=files", "--kubeconfig=/tmp/k"}, wantErr: "--kubeconfig applies only with --cert-mode=self"},
+		{args: []string{"--cert-mode=files", "--kubeconfig=/tmp/k"}, wantErr: "--kubeconfig applies only with --cert-mode=self or --reap-kept-executors"},
+		{args: []string{"--cert-mode=files", "--kubeconfig=/tmp/k"}, reaping: true},
 		{args: []string{"--cert-mode=self"}, wantErr: "--cert-namespace"},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--cert-secret=Certs"}, wantErr: "--cert-secret"},
 		{args: []string{"--cert-mode=self", "--cert-namespace=ns", "--service-name=my.svc"}, wantErr: "--service-name"},
@@ -35,7 +37,7 @@ func TestCertFlags(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			t.Setenv("POD_NAMESPACE", "")
-			var f certFlags
+			f := certFlags{reaping: tc.reaping}
 			fs := pflag.NewFlagSet("webhook", pflag.ContinueOnError)
 			f.register(fs)
 			if err := fs.Parse(tc.args); err != nil {

@@ -26,17 +26,7 @@ func TestFailedExecutorKept(t *testing.T) {
 			killed := map[string]bool{}
 			victim := nextExecutor(t, ns, execs, killed)
 			killBusy(t, ns, victim, killed)
-			var kept *corev1.Pod
-			waitFor(t, ns, "the failed executor labelled "+vocab.LabelKeptUntil, 2*time.Minute, func() bool {
-				p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), victim.Name, metav1.GetOptions{})
-				kept = p
-				return err == nil && p.Labels[vocab.LabelKeptUntil] != ""
-			})
-			until, err := strconv.ParseInt(kept.Labels[vocab.LabelKeptUntil], 10, 64)
-			if err != nil {
-				t.Fatalf("%s=%q: %v", vocab.LabelKeptUntil, kept.Labels[vocab.LabelKeptUntil], err)
-			}
-			end := time.Unix(until, 0)
+			kept, end := waitKept(t, ns, victim.Name)
 			if kept.Status.Phase != corev1.PodFailed || kept.DeletionTimestamp != nil {
 				t.Errorf("kept executor %s: phase %s, deletionTimestamp %v; want Failed and not deleted", kept.Name, kept.Status.Phase, kept.DeletionTimestamp)
 			}
@@ -59,4 +49,21 @@ func TestFailedExecutorKept(t *testing.T) {
 			job.checkSum(t, log(ns, sleepyDriver, "spark"))
 		})
 	}
+}
+
+// waitKept waits until the failed executor ns/name is labelled
+// vocab.LabelKeptUntil and returns it with the time the label holds.
+func waitKept(t *testing.T, ns, name string) (*corev1.Pod, time.Time) {
+	t.Helper()
+	var kept *corev1.Pod
+	waitFor(t, ns, "the failed executor labelled "+vocab.LabelKeptUntil, 2*time.Minute, func() bool {
+		p, err := env.Client.CoreV1().Pods(ns).Get(context.Background(), name, metav1.GetOptions{})
+		kept = p
+		return err == nil && p.Labels[vocab.LabelKeptUntil] != ""
+	})
+	until, err := strconv.ParseInt(kept.Labels[vocab.LabelKeptUntil], 10, 64)
+	if err != nil {
+		t.Fatalf("%s=%q: %v", vocab.LabelKeptUntil, kept.Labels[vocab.LabelKeptUntil], err)
+	}
+	return kept, time.Unix(until, 0)
 }

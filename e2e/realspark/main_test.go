@@ -52,7 +52,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "realspark: %v\n", err)
 		os.Exit(1)
 	}
-	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true, ImageConfDir: imageConf}, func(e *testenv.Env) error {
+	code := testenv.Main(m, "realspark", testenv.Options{PolicyFile: policy, PodRunner: true, ImageConfDir: imageConf, ReapKeptExecutors: true}, func(e *testenv.Env) error {
 		env = e
 		// Only the event-log tests need the store; they fail without it.
 		if store, storeErr = startStore(context.Background(), policyDir); storeErr != nil {

@@ -43,6 +43,10 @@ type Options struct {
 	PolicyFile string // passed to the webhook with --policy
 	// WebhookArgs are extra `sparklet webhook` flags.
 	WebhookArgs []string
+	// ReapKeptExecutors runs the webhook with --reap-kept-executors in
+	// every namespace, with the cluster's admin kubeconfig, as the chart
+	// does when its policy keeps failed executors.
+	ReapKeptExecutors bool
 	// APIServerFlags are extra kube-apiserver flags.
 	APIServerFlags []string
 	// SchedulerFlags are extra kube-scheduler flags.
@@ -262,6 +266,9 @@ func (e *Env) StartWebhook(ctx context.Context) error {
 		"--reload-interval", "1s"}
 	if e.opts.PolicyFile != "" {
 		args = append(args, "--policy", e.opts.PolicyFile)
+	}
+	if e.opts.ReapKeptExecutors {
+		args = append(args, "--reap-kept-executors", "--kubeconfig", e.Cluster.Kubeconfig())
 	}
 	args = append(args, e.opts.WebhookArgs...)
 	cmd, exited, err := cluster.Spawn(filepath.Join(e.opts.BinDir, "sparklet"), args, e.LogFile(), e.opts.Detach)

@@ -57,3 +57,23 @@ quarters of its memory limit in MiB, or Spark's 1g without a limit. */ -}}
 {{- else -}}1g
 {{- end -}}
 {{- end -}}
+
+{{- /* reapKeptExecutors is "true" when the policy keeps failed executors for
+their logs (logs.keepFailedExecutorsSeconds, cluster-wide or in a namespace
+section): the webhook then deletes them when their window ends, also after
+their driver ended (--reap-kept-executors), with the grants of
+kept-executors-rbac.yaml. */ -}}
+{{- define "sparklet.reapKeptExecutors" -}}
+{{- $p := .Values.policy | default dict -}}
+{{- $sections := list $p -}}
+{{- range $_, $ns := (get $p "namespaces" | default dict) }}{{ $sections = append $sections ($ns | default dict) }}{{ end -}}
+{{- $keep := false -}}
+{{- range $sections }}{{ if gt (dig "logs" "keepFailedExecutorsSeconds" 0 . | int) 0 }}{{ $keep = true }}{{ end }}{{ end -}}
+{{- if $keep }}true{{ end -}}
+{{- end -}}
+
+{{- /* webhookUsesAPI: the webhook talks to the API server (self-managed
+certificates, or the reaper of kept executors), so it mounts its token. */ -}}
+{{- define "sparklet.webhookUsesAPI" -}}
+{{- or (eq (include "sparklet.tlsMode" .) "self") (eq (include "sparklet.reapKeptExecutors" .) "true") -}}
+{{- end -}}
