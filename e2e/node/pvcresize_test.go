@@ -335,7 +335,7 @@ func pvcResized(ctx context.Context, t *testing.T, r *pvcResizeRun) {
 		p, err := client.CoreV1().Pods(r.ns).Get(ctx, r.name, metav1.GetOptions{})
 		return err == nil && p.Status.Phase == corev1.PodSucceeded
 	})
-	executors.WaitClean(t, client, r.ns, r.appID, time.Minute)
+	executors.WaitClean(t, client, r.ns, r.appID, 2*time.Minute)
 	t.Logf("PVC resize checked in %s (the driver created %s before this subtest began)", time.Since(start).Round(100*time.Millisecond),
 		start.Sub(r.started).Round(time.Second))
 }
