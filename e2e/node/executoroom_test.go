@@ -96,7 +96,7 @@ func executorOOMKilled(ctx context.Context, t *testing.T, release, releaseNS str
 // optedInNamespace makes a namespace opted in by its label, with the
 // driver ServiceAccount and RoleBinding made by hand as docs/install.md
 // shows.
-func optedInNamespace(ctx context.Context, t *testing.T, release, prefix string) string {
+func optedInNamespace(ctx context.Context, t testing.TB, release, prefix string) string {
 	t.Helper()
 	ns := createNamespace(ctx, t, prefix, map[string]string{"sparklet.io/inject": "enabled"})
 	kubectl(ctx, t, "create", "serviceaccount", "spark-driver", "-n", ns)
@@ -131,7 +131,7 @@ func startStore(ctx context.Context, t *testing.T, ns string) *objectstore.Store
 // the namespace's key) with `helm upgrade --reuse-values`, and waits until
 // only webhook pods with it answer. The section goes with the namespace's
 // name; it is left in the release.
-func setNamespacePolicy(ctx context.Context, t *testing.T, release, releaseNS, ns, section string) {
+func setNamespacePolicy(ctx context.Context, t testing.TB, release, releaseNS, ns, section string) {
 	t.Helper()
 	values := filepath.Join(t.TempDir(), "namespace-policy.yaml")
 	if err := os.WriteFile(values, []byte("policy:\n  namespaces:\n    "+ns+":"+section+"\n"), 0o644); err != nil {

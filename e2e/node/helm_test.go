@@ -88,6 +88,14 @@ spec:
 	t.Run("KillDriverJVM", func(t *testing.T) { driverKilled(ctx, t, jobs) })
 	t.Run("KillSidecar", func(t *testing.T) { sidecarKilled(ctx, t, jobs) })
 	t.Run("RestartAPIServer", func(t *testing.T) { apiServerRestarted(ctx, t, jobs, releaseNS) })
+	// Spark's PVC resize takes ten minutes: its driver starts here, after
+	// the API server's restart, and is checked by PVCResize below.
+	var pvcRun *pvcResizeRun
+	pvcStarted := false
+	t.Run("PVCResizeStart", func(st *testing.T) {
+		pvcStarted = true
+		pvcRun = startPVCResize(ctx, laterT{T: st, later: t}, release, releaseNS)
+	})
 	t.Run("PodSecurityRestricted", func(t *testing.T) { restrictedDriver(ctx, t, jobs) })
 	t.Run("Workloads", func(t *testing.T) { workloads(ctx, t, release, releaseNS) })
 	t.Run("RestrictedSparkPi", func(t *testing.T) { restrictedSparkPi(ctx, t, jobs) })
@@ -97,6 +105,15 @@ spec:
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
 	t.Run("HistoryServer", func(t *testing.T) { historyServer(ctx, t, release, releaseNS) })
 	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
+	t.Run("PVCResize", func(t *testing.T) {
+		switch {
+		case pvcStarted && pvcRun == nil:
+			t.Skip("PVCResizeStart failed")
+		case !pvcStarted:
+			pvcRun = startPVCResize(ctx, t, release, releaseNS)
+		}
+		pvcResized(ctx, t, pvcRun)
+	})
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {
@@ -104,7 +121,7 @@ spec:
 	}
 }
 
-func chartDir(t *testing.T) string {
+func chartDir(t testing.TB) string {
 	t.Helper()
 	dir, err := filepath.Abs("../../charts/sparklet")
 	if err != nil {
@@ -118,13 +135,13 @@ type runOption func(*exec.Cmd)
 func withStdin(s string) runOption { return func(c *exec.Cmd) { c.Stdin = strings.NewReader(s) } }
 
 // helm runs bin/helm against the control plane, failing t on an error.
-func helm(ctx context.Context, t *testing.T, args ...string) string {
+func helm(ctx context.Context, t testing.TB, args ...string) string {
 	t.Helper()
 	return command(ctx, t, filepath.Join(binDir, "helm"), append(args, "--kubeconfig", cp.Kubeconfig()))
 }
 
 // kubectl runs kubectl against the control plane, failing t on an error.
-func kubectl(ctx context.Context, t *testing.T, args ...any) string {
+func kubectl(ctx context.Context, t testing.TB, args ...any) string {
 	t.Helper()
 	var strs []string
 	var opts []runOption
@@ -139,7 +156,7 @@ func kubectl(ctx context.Context, t *testing.T, args ...any) string {
 	return command(ctx, t, "kubectl", append(strs, "--kubeconfig", cp.Kubeconfig()), opts...)
 }
 
-func command(ctx context.Context, t *testing.T, bin string, args []string, opts ...runOption) string {
+func command(ctx context.Context, t testing.TB, bin string, args []string, opts ...runOption) string {
 	t.Helper()
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Env = append(os.Environ(), "HELM_CACHE_HOME="+t.TempDir(), "HELM_CONFIG_HOME="+t.TempDir(), "HELM_DATA_HOME="+t.TempDir())

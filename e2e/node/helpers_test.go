@@ -15,7 +15,7 @@ import (
 
 // createNamespace makes a namespace for t with a unique name and labels,
 // deleted when t ends.
-func createNamespace(ctx context.Context, t *testing.T, prefix string, labels map[string]string) string {
+func createNamespace(ctx context.Context, t testing.TB, prefix string, labels map[string]string) string {
 	t.Helper()
 	ns, err := cp.Client().CoreV1().Namespaces().Create(ctx, &corev1.Namespace{
 		ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: labels},

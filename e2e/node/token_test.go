@@ -112,7 +112,7 @@ func setPolicy(ctx context.Context, t *testing.T, release, releaseNS, key, value
 // rollout is complete before its old pods have drained (the chart's
 // webhook.drainSeconds), and until then they may still answer with the
 // old policy.
-func waitOldPodsGone(ctx context.Context, t *testing.T, ns, deployment string) {
+func waitOldPodsGone(ctx context.Context, t testing.TB, ns, deployment string) {
 	t.Helper()
 	d, err := cp.Client().AppsV1().Deployments(ns).Get(ctx, deployment, metav1.GetOptions{})
 	if err != nil {
