@@ -97,6 +97,7 @@ spec:
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
 	t.Run("HistoryServer", func(t *testing.T) { historyServer(ctx, t, release, releaseNS) })
 	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
+	t.Run("ConnectServer", func(t *testing.T) { connectServer(ctx, t, jobs) })
 
 	helm(ctx, t, "uninstall", release, "--namespace", releaseNS)
 	if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(ctx, "sparklet-sparklet", metav1.GetOptions{}); err == nil {
