@@ -105,6 +105,7 @@ spec:
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
 	t.Run("HistoryServer", func(t *testing.T) { historyServer(ctx, t, release, releaseNS) })
 	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
+	t.Run("ConnectServer", func(t *testing.T) { connectServer(ctx, t, jobs) })
 	t.Run("PVCResize", func(t *testing.T) {
 		switch {
 		case pvcStarted && pvcRun == nil:
