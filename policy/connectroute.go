@@ -40,11 +40,18 @@ func (r GRPCRoute) RouteHostnames(server, namespace string) []string {
 }
 
 // CheckRouteHostname tells what is wrong with a hostname of a GRPCRoute,
-// or nil: a DNS name, optionally behind one "*." wildcard label, as the
-// Gateway API's Hostname type allows.
+// or nil: a DNS name of labels of 63 characters at most, optionally
+// behind one "*." wildcard label, as the Gateway API's Hostname type
+// allows.
 func CheckRouteHostname(h string) error {
-	if msgs := validation.IsDNS1123Subdomain(strings.TrimPrefix(h, "*.")); len(msgs) > 0 {
+	name := strings.TrimPrefix(h, "*.")
+	if msgs := validation.IsDNS1123Subdomain(name); len(msgs) > 0 {
 		return fmt.Errorf("%s", strings.Join(msgs, "; "))
+	}
+	for _, label := range strings.Split(name, ".") {
+		if msgs := validation.IsDNS1123Label(label); len(msgs) > 0 {
+			return fmt.Errorf("label %q: %s", label, strings.Join(msgs, "; "))
+		}
 	}
 	return nil
 }

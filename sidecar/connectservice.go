@@ -85,7 +85,8 @@ func ConnectURL(svc *corev1.Service) string {
 // exposeConnect creates the Connect server's Service when asked for, or
 // adds the driver pod to the owners of the one another pod of the server
 // made, records its address in the pod's sparklet.io/connect-url and says
-// so in an Event. A failure is a Warning Event, never the driver's
+// so in an Event; then the GRPCRoute the policy may ask for
+// (connectroute.go). A failure is a Warning Event, never the driver's
 // failure.
 func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev1.Pod, pol *policy.Effective, cleartext bool, events *recorder) {
 	if !wantsConnectService(driver, pol) {
@@ -114,4 +115,5 @@ func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev
 	}
 	events.normal("SparkConnectService", fmt.Sprintf("Spark Connect clients reach this server's pods at %s (Service %s); or: kubectl port-forward -n %s svc/%s %d",
 		url, svc.Name, svc.Namespace, svc.Name, patches.ConnectPort))
+	exposeRoute(ctx, client, driver, svc, pol, events)
 }
