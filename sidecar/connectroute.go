@@ -20,11 +20,11 @@ import (
 	"github.com/sparklet/sparklet/vocab"
 )
 
-// connectRoute is the Gateway API GRPCRoute "<server>-connect" that
+// ConnectRoute is the Gateway API GRPCRoute "<server>-connect" that
 // routes the policy's Gateways to svc's Connect port, owned by driver
 // as svc is (gateway.networking.k8s.io/v1 GRPCRoute, gateway-api
 // v1.1.0+: parentRefs, hostnames, rules[].backendRefs).
-func connectRoute(driver *corev1.Pod, svc *corev1.Service, r *policy.GRPCRoute) (*unstructured.Unstructured, error) {
+func ConnectRoute(driver *corev1.Pod, svc *corev1.Service, r *policy.GRPCRoute) (*unstructured.Unstructured, error) {
 	server := driver.Labels[vocab.LabelConnectServer]
 	hostnames := r.RouteHostnames(server, driver.Namespace)
 	for i, h := range hostnames {
@@ -75,7 +75,7 @@ func exposeRoute(ctx context.Context, client kubecore.Interface, driver *corev1.
 	if r == nil {
 		return
 	}
-	route, err := connectRoute(driver, svc, r)
+	route, err := ConnectRoute(driver, svc, r)
 	if err != nil {
 		events.warning("SparkConnectRouteFailed", "no GRPCRoute for Spark Connect clients: "+err.Error())
 		return

@@ -31,12 +31,12 @@ func wantsConnectService(pod *corev1.Pod, pol *policy.Effective) bool {
 	return pol.Connect.Service != nil && *pol.Connect.Service
 }
 
-// connectService is the Service in front of every pod of the Connect
+// ConnectService is the Service in front of every pod of the Connect
 // server driver is one of, "<server>-connect", selecting them by the
 // label the webhook wrote. Each pod's sidecar adds its pod as an owner,
 // none the controller: the garbage collector deletes the Service once the
 // last of them is gone, so it outlives a rollout and a restart.
-func connectService(driver *corev1.Pod, cleartext bool) (*corev1.Service, error) {
+func ConnectService(driver *corev1.Pod, cleartext bool) (*corev1.Service, error) {
 	server := driver.Labels[vocab.LabelConnectServer]
 	if server == "" {
 		return nil, fmt.Errorf("the pod has no %s label, which the webhook writes on Spark Connect servers; was it injected by an older sparklet?", vocab.LabelConnectServer)
@@ -92,7 +92,7 @@ func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev
 	if !wantsConnectService(driver, pol) {
 		return
 	}
-	svc, err := connectService(driver, cleartext)
+	svc, err := ConnectService(driver, cleartext)
 	if err != nil {
 		events.warning("SparkConnectServiceFailed", "no Spark Connect Service: "+err.Error())
 		return
