@@ -21,9 +21,9 @@ import (
 // TestGRPCRouteAgainstTheCRD: the API server, serving the Gateway API's
 // standard GRPCRoute CRD (make gateway-api-crds, pinned), accepts the
 // route a Connect server's sidecar builds from the policy's
-// connect.grpcRoute in a server-side dry run, keeping every field (a
-// structural schema prunes unknown ones), and refuses a route its
-// schema does not allow.
+// connect.grpcRoute in a strict server-side dry run (a field the schema
+// does not know is an error), keeping every field, and refuses a route
+// its schema does not allow.
 func TestGRPCRouteAgainstTheCRD(t *testing.T) {
 	t.Parallel()
 	crd := filepath.Join(e2egate.BinDir(t, "with gateway-api-crds in it (make gateway-api-crds)"), "gateway-api-crds", "gateway.networking.k8s.io_grpcroutes.yaml")
@@ -55,7 +55,9 @@ func TestGRPCRouteAgainstTheCRD(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	// Strict: a field the schema does not know is an error, not pruned
+	// with a warning.
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldValidation: metav1.FieldValidationStrict}
 	got, err := client.GRPCRoutes(ns).Create(ctx, route, dryRun)
 	if err != nil {
 		t.Fatalf("the API server refuses the sidecar's GRPCRoute: %v", err)
