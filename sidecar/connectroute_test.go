@@ -158,3 +158,27 @@ func TestExposeRouteBadHostname(t *testing.T) {
 		t.Errorf("events %v, want a SparkConnectRouteFailed naming the hostname's template", evs)
 	}
 }
+
+// A pod joining while another does gets a Conflict for its stale
+// resourceVersion, reads the route again and joins it then.
+func TestExposeRouteJoinConflict(t *testing.T) {
+	first, second := connectServerPod("spark-connect-a", "uid-a", nil), connectServerPod("spark-connect-b", "uid-b", nil)
+	client := kubecoretest.New(fake.NewClientset(first, second))
+	exposeBoth(t, client, routePolicy(), first)
+	var patches, conflicts int
+	client.Dynamic.(*dynamicfake.FakeDynamicClient).PrependReactor("patch", "grpcroutes", func(k8stesting.Action) (bool, runtime.Object, error) {
+		if patches++; patches == 1 {
+			conflicts++
+			return true, nil, apierrors.NewConflict(kubecore.GRPCRouteResource.GroupResource(), "spark-connect-connect", nil)
+		}
+		return false, nil, nil
+	})
+	evs := exposeBoth(t, client, routePolicy(), second)
+	route, _ := client.GRPCRoutes("ns").Get(context.Background(), "spark-connect-connect", metav1.GetOptions{})
+	if conflicts != 1 || patches != 2 || len(route.GetOwnerReferences()) != 2 {
+		t.Errorf("%d conflicts, %d patches, owners %v; want the patch retried once and both pods owners", conflicts, patches, route.GetOwnerReferences())
+	}
+	if slices.ContainsFunc(evs, func(e corev1.Event) bool { return e.Reason == "SparkConnectRouteFailed" }) {
+		t.Errorf("events %v, want no failure", evs)
+	}
+}
