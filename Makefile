@@ -95,6 +95,12 @@ metrics-server-binary:
 certmanager-binary:
 	@hack/certmanager/build.sh $(BIN)
 
+# The Gateway API's GRPCRoute CRD (bin/gateway-api-crds), pinned by
+# version and sha256, for e2e's TestGRPCRouteAgainstTheCRD.
+.PHONY: gateway-api-crds
+gateway-api-crds:
+	@hack/gatewayapi/crds.sh $(BIN)
+
 # helm, for the chart tests.
 helm-binary:
 	@hack/helm/build.sh $(BIN)
@@ -126,7 +132,7 @@ spark-tools:
 	@command -v java >/dev/null && command -v javac >/dev/null && command -v jar >/dev/null || hack/apt-install.sh openjdk-17-jdk-headless
 	@python3 -m pip --version >/dev/null 2>&1 || hack/apt-install.sh python3-pip
 
-test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary metrics-server-binary node-binaries node-images python-client connect-client connect-jar spark-dists
+test: build cluster-binaries yunikorn-binary helm-binary kueue-binary versitygw-binary certmanager-binary metrics-server-binary gateway-api-crds node-binaries node-images python-client connect-client connect-jar spark-dists
 	$(GO) vet ./...
 	SPARKLET_BIN_DIR=$(BIN) SPARKLET_E2E=1 $(GO) test -count=1 -parallel 4 -timeout 55m ./...
 

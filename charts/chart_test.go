@@ -118,7 +118,7 @@ func (r rendered) get(t *testing.T, key string, into any) {
 
 func TestLint(t *testing.T) {
 	run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion)
-	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml", "issuer-ref.yaml", "service-monitor.yaml", "overrides.yaml", "pod-monitor.yaml", "ui-ingress.yaml", "history-server.yaml"} {
+	for _, f := range []string{"no-cert-manager.yaml", "namespace-list.yaml", "custom-policy.yaml", "self-managed.yaml", "issuer-ref.yaml", "service-monitor.yaml", "overrides.yaml", "pod-monitor.yaml", "ui-ingress.yaml", "grpc-route.yaml", "history-server.yaml"} {
 		run(t, helm(t), "lint", "sparklet", "--strict", "--kube-version", kubeVersion, "-f", filepath.Join("testdata", f))
 	}
 }
@@ -459,6 +459,25 @@ func TestDriverRBAC(t *testing.T) {
 	for key := range r.docs {
 		if kind, name, _ := strings.Cut(key, "/"); kind == "Role" && !strings.HasSuffix(name, "/"+release+"-sparklet-test") {
 			t.Errorf("the chart grants %s; the JVM must get nothing", key)
+		}
+	}
+}
+
+// TestDriverRBACGRPCRoute: the driver may create, get and patch
+// GRPCRoutes only when the policy, the cluster's or a namespace's, asks
+// for them (connect.grpcRoute).
+func TestDriverRBACGRPCRoute(t *testing.T) {
+	for values, want := range map[string]string{"namespace-list.yaml": "", "grpc-route.yaml": "create,get,patch"} {
+		var cr rbacv1.ClusterRole
+		render(t, values).get(t, "ClusterRole//"+release+"-sparklet-driver", &cr)
+		var got string
+		for _, rule := range cr.Rules {
+			if rule.APIGroups[0] == "gateway.networking.k8s.io" && rule.Resources[0] == "grpcroutes" {
+				got = strings.Join(rule.Verbs, ",")
+			}
+		}
+		if got != want {
+			t.Errorf("%s: verbs on grpcroutes %q, want %q", values, got, want)
 		}
 	}
 }

@@ -46,6 +46,7 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 		if url := pod.Annotations[vocab.AnnotationConnectURL]; url != "" {
 			r.line("  through its Service, to any of the server's pods: %s/;use_ssl=true;token=$TOKEN, if the certificate names %s", url, strings.TrimSuffix(strings.TrimPrefix(url, "sc://"), ":"+port))
 		}
+		routeLine(r, pod)
 		r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;use_ssl=true;token=$TOKEN, if the certificate names localhost too", pod.Namespace, pod.Name, port, port)
 		r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
 		return
@@ -56,8 +57,18 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 	if url := pod.Annotations[vocab.AnnotationConnectURL]; url != "" {
 		r.line("  through its Service, to any of the server's pods: %s/;authorization=Bearer%%20$TOKEN", url)
 	}
+	routeLine(r, pod)
 	r.line("  through kubectl port-forward -n %s pod/%s %s: sc://localhost:%s/;token=$TOKEN", pod.Namespace, pod.Name, port, port)
 	r.line("  TOKEN=$(kubectl create token SERVICEACCOUNT -n %s), a ServiceAccount allowed to connect, or your own token", pod.Namespace)
+}
+
+// routeLine writes the address through a Gateway of the server's
+// GRPCRoute (policy connect.grpcRoute), which the Gateway serves over
+// TLS whatever the sidecar speaks behind it.
+func routeLine(r *report, pod *corev1.Pod) {
+	if url := pod.Annotations[vocab.AnnotationConnectRouteURL]; url != "" {
+		r.line("  through its GRPCRoute and the Gateway: %s/;use_ssl=true;token=$TOKEN", url)
+	}
 }
 
 // connectTLSSecret is the Secret the sidecar serves Connect clients over

@@ -22,6 +22,7 @@ func TestPodConnect(t *testing.T) {
 		"  spark connect: the sidecar admits clients on port 15002 whose Kubernetes token passes a TokenReview and whose user may create sparkconnect.sparklet.io in namespace team-a\n",
 		"    in the cluster: sc://10.1.2.3:15002/;authorization=Bearer%20$TOKEN\n",
 		"    through its Service, to any of the server's pods: sc://connect-connect.team-a.svc:15002/;authorization=Bearer%20$TOKEN\n",
+		"    through its GRPCRoute and the Gateway: sc://connect.team-a.connect.example.com:443/;use_ssl=true;token=$TOKEN\n",
 		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;token=$TOKEN\n",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -39,6 +40,7 @@ func TestPodConnectTLS(t *testing.T) {
 		"    over TLS only, with the certificate of Secret connect-tls;",
 		"    in the cluster: sc://HOST:15002/;use_ssl=true;token=$TOKEN, HOST a name the certificate holds",
 		"    through its Service, to any of the server's pods: sc://connect-connect.team-a.svc:15002/;use_ssl=true;token=$TOKEN, if the certificate names connect-connect.team-a.svc\n",
+		"    through its GRPCRoute and the Gateway: sc://connect.team-a.connect.example.com:443/;use_ssl=true;token=$TOKEN\n",
 		"    through kubectl port-forward -n team-a pod/connect-0 15002: sc://localhost:15002/;use_ssl=true;token=$TOKEN, if the certificate names localhost too\n",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -66,6 +68,7 @@ func checkConnectServer(t *testing.T, edit func(*policy.Effective)) *strings.Bui
 	}
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
 	pod.Annotations[vocab.AnnotationConnectURL] = "sc://connect-connect.team-a.svc:15002"
+	pod.Annotations[vocab.AnnotationConnectRouteURL] = "sc://connect.team-a.connect.example.com:443"
 	var out strings.Builder
 	if _, err := Pod(context.Background(), &out, options(t, hookConfig(), ns("team-a", nil), pod), "team-a", "connect-0"); err != nil {
 		t.Fatal(err)

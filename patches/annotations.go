@@ -27,6 +27,7 @@ var knownAnnotations = map[string]string{
 	vocab.AnnotationUIURL:              "written by sparklet",
 	vocab.AnnotationConnectService:     `"true" or "false" (a Service for a Spark Connect server)`,
 	vocab.AnnotationConnectURL:         "written by sparklet",
+	vocab.AnnotationConnectRouteURL:    "written by sparklet",
 	vocab.AnnotationHistoryURL:         "written by sparklet",
 	vocab.AnnotationEnded:              "written by sparklet",
 	vocab.AnnotationBatchScheduler:     "yunikorn, kueue or none",

@@ -28,6 +28,9 @@ type Connect struct {
 	// namespace: the sidecar then serves the Connect port over TLS only,
 	// with its tls.crt and tls.key (docs/connect.md#tls).
 	TLSSecretName string `json:"tlsSecretName,omitempty"`
+	// GRPCRoute has the sidecar route a Gateway to the Service too
+	// (policy/connectroute.go).
+	GRPCRoute *GRPCRoute `json:"grpcRoute,omitempty"`
 }
 
 // KeySessionTimeout is Spark's idle session timeout: a session with no
@@ -56,7 +59,8 @@ func (c Connect) SparkSessionTimeout() string {
 // namespace's: the smaller limit and timeout where both set one, the
 // namespace's Spark defaults over the cluster's, the cluster's enforced
 // values over the namespace's, the namespace's TLS Secret over the
-// cluster's (a namespace may name its own Secret but not turn TLS off).
+// cluster's (a namespace may name its own Secret but not turn TLS off),
+// the namespace's service and grpcRoute over the cluster's where set.
 func stricterConnect(cluster Connect, ns *Connect) Connect {
 	if ns == nil {
 		return cluster
@@ -69,10 +73,14 @@ func stricterConnect(cluster Connect, ns *Connect) Connect {
 			Defaults: mergeMap(cluster.Spark.Defaults, ns.Spark.Defaults),
 			Enforced: mergeMap(ns.Spark.Enforced, cluster.Spark.Enforced),
 		},
-		Service: cluster.Service,
+		Service:   cluster.Service,
+		GRPCRoute: cluster.GRPCRoute,
 	}
 	if ns.Service != nil {
 		out.Service = ns.Service
+	}
+	if ns.GRPCRoute != nil {
+		out.GRPCRoute = ns.GRPCRoute
 	}
 	if ns.MaxSessions > 0 && (out.MaxSessions == 0 || ns.MaxSessions < out.MaxSessions) {
 		out.MaxSessions = ns.MaxSessions
@@ -101,6 +109,7 @@ func (v *validator) connect(at string, c *Connect) {
 	if c.TLSSecretName != "" {
 		v.dnsSubdomain(at+".tlsSecretName", c.TLSSecretName)
 	}
+	v.grpcRoute(at+".grpcRoute", c.GRPCRoute, c.Service)
 	v.spark(at+".spark", c.Spark)
 	for section, conf := range map[string]map[string]string{"defaults": c.Spark.Defaults, "enforced": c.Spark.Enforced} {
 		if _, ok := conf[KeySessionTimeout]; ok {

@@ -31,12 +31,12 @@ func wantsConnectService(pod *corev1.Pod, pol *policy.Effective) bool {
 	return pol.Connect.Service != nil && *pol.Connect.Service
 }
 
-// connectService is the Service in front of every pod of the Connect
+// ConnectService is the Service in front of every pod of the Connect
 // server driver is one of, "<server>-connect", selecting them by the
 // label the webhook wrote. Each pod's sidecar adds its pod as an owner,
 // none the controller: the garbage collector deletes the Service once the
 // last of them is gone, so it outlives a rollout and a restart.
-func connectService(driver *corev1.Pod, cleartext bool) (*corev1.Service, error) {
+func ConnectService(driver *corev1.Pod, cleartext bool) (*corev1.Service, error) {
 	server := driver.Labels[vocab.LabelConnectServer]
 	if server == "" {
 		return nil, fmt.Errorf("the pod has no %s label, which the webhook writes on Spark Connect servers; was it injected by an older sparklet?", vocab.LabelConnectServer)
@@ -85,13 +85,14 @@ func ConnectURL(svc *corev1.Service) string {
 // exposeConnect creates the Connect server's Service when asked for, or
 // adds the driver pod to the owners of the one another pod of the server
 // made, records its address in the pod's sparklet.io/connect-url and says
-// so in an Event. A failure is a Warning Event, never the driver's
+// so in an Event; then the GRPCRoute the policy may ask for
+// (connectroute.go). A failure is a Warning Event, never the driver's
 // failure.
 func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev1.Pod, pol *policy.Effective, cleartext bool, events *recorder) {
 	if !wantsConnectService(driver, pol) {
 		return
 	}
-	svc, err := connectService(driver, cleartext)
+	svc, err := ConnectService(driver, cleartext)
 	if err != nil {
 		events.warning("SparkConnectServiceFailed", "no Spark Connect Service: "+err.Error())
 		return
@@ -114,4 +115,5 @@ func exposeConnect(ctx context.Context, client kubecore.Interface, driver *corev
 	}
 	events.normal("SparkConnectService", fmt.Sprintf("Spark Connect clients reach this server's pods at %s (Service %s); or: kubectl port-forward -n %s svc/%s %d",
 		url, svc.Name, svc.Namespace, svc.Name, patches.ConnectPort))
+	exposeRoute(ctx, client, driver, svc, pol, events)
 }

@@ -110,7 +110,7 @@ func TestExposeConnectWithoutLabel(t *testing.T) {
 // With TLS on the port, the Service declares no appProtocol: proxies
 // would speak cleartext HTTP/2 to it.
 func TestConnectServiceTLS(t *testing.T) {
-	svc, err := connectService(connectServerPod("a", "uid-a", nil), false)
+	svc, err := ConnectService(connectServerPod("a", "uid-a", nil), false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,6 +43,7 @@ const (
 	AnnotationUIURL              = "sparklet.io/ui-url"              // the sidecar writes the Spark UI's address; users and `sparklet check` read it
 	AnnotationConnectService     = "sparklet.io/connect-service"     // the user writes "true" or "false" for a Spark Connect server's Service; the webhook and the sidecar read it
 	AnnotationConnectURL         = "sparklet.io/connect-url"         // the sidecar writes the Connect Service's address; users and `sparklet check` read it
+	AnnotationConnectRouteURL    = "sparklet.io/connect-route-url"   // the sidecar writes the address of the Connect server's GRPCRoute's first hostname through a Gateway, sc://HOST:443; users and `sparklet check` read it
 	AnnotationHistoryURL         = "sparklet.io/history-url"         // the sidecar writes the application's page on the policy's history server (history.url), once it ships the event log and knows the app id; users and `sparklet check` read it
 	AnnotationEnded              = "sparklet.io/ended"               // the sidecar writes how the application ended, "<class>: <message>" (the classes below); users and `sparklet check` read it
 )

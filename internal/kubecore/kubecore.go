@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/version"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 )
@@ -65,12 +66,21 @@ type Interface interface {
 	SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessReview]
 	// ServerVersion is the API server's /version.
 	ServerVersion(ctx context.Context) (*version.Info, error)
+	// GRPCRoutes are the Gateway API's GRPCRoutes (GRPCRouteResource), as
+	// unstructured objects: the sidecar links no Gateway API types
+	// (sidecar/connectroute.go).
+	GRPCRoutes(namespace string) dynamic.ResourceInterface
 }
+
+// GRPCRouteResource is the Gateway API's GRPCRoute, standard since
+// gateway-api v1.1.0.
+var GRPCRouteResource = schema.GroupVersionResource{Group: "gateway.networking.k8s.io", Version: "v1", Resource: "grpcroutes"}
 
 // client is Interface over a REST client for each group.
 type client struct {
 	core, networking, authn, authz rest.Interface
 	params                         runtime.ParameterCodec
+	dynamic                        dynamic.Interface
 }
 
 // New returns a client for rc. Each resource prefers protobuf, as
@@ -114,7 +124,11 @@ func New(rc *rest.Config) (Interface, error) {
 			return nil, err
 		}
 	}
-	return &client{core: rcs[0], networking: rcs[1], authn: rcs[2], authz: rcs[3], params: runtime.NewParameterCodec(scheme)}, nil
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return nil, fmt.Errorf("dynamic client: %w", err)
+	}
+	return &client{core: rcs[0], networking: rcs[1], authn: rcs[2], authz: rcs[3], params: runtime.NewParameterCodec(scheme), dynamic: dyn}, nil
 }
 
 // resource is the client of one resource of rc's group, O its object
@@ -193,6 +207,10 @@ func (c *client) SubjectAccessReviews() Creator[*authorizationv1.SubjectAccessRe
 	return gentype.NewClient("subjectaccessreviews", c.authz, c.params, "",
 		func() *authorizationv1.SubjectAccessReview { return new(authorizationv1.SubjectAccessReview) },
 		gentype.PrefersProtobuf[*authorizationv1.SubjectAccessReview]())
+}
+
+func (c *client) GRPCRoutes(ns string) dynamic.ResourceInterface {
+	return c.dynamic.Resource(GRPCRouteResource).Namespace(ns)
 }
 
 // ServerVersion GETs /version, as client-go's discovery client does.

@@ -9,8 +9,11 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/version"
+	"k8s.io/client-go/dynamic"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/sparklet/sparklet/internal/kubecore"
@@ -22,10 +25,20 @@ type Clientset struct {
 	// Metrics answers PodMetrics; nil answers NotFound, as an API server
 	// without metrics-server does.
 	Metrics func(namespace, name string) ([]byte, error)
+	// Dynamic serves GRPCRoutes: client-go's fake dynamic client, which
+	// knows GRPCRoute's list kind, unless a test sets another.
+	Dynamic dynamic.Interface
 }
 
 // New wraps cs.
-func New(cs kubernetes.Interface) *Clientset { return &Clientset{Interface: cs} }
+func New(cs kubernetes.Interface) *Clientset {
+	return &Clientset{Interface: cs, Dynamic: dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(),
+		map[schema.GroupVersionResource]string{kubecore.GRPCRouteResource: "GRPCRouteList"})}
+}
+
+func (c *Clientset) GRPCRoutes(ns string) dynamic.ResourceInterface {
+	return c.Dynamic.Resource(kubecore.GRPCRouteResource).Namespace(ns)
+}
 
 func (c *Clientset) Pods(ns string) kubecore.Collection[*corev1.Pod, *corev1.PodList] {
 	return c.CoreV1().Pods(ns)
