@@ -32,10 +32,8 @@ func TestHistoryServerOffByDefault(t *testing.T) {
 // policy's store; the store's Secret is mounted in the sync container
 // alone; the Service selects the pod and the webhook's does not.
 func TestHistoryServerRenders(t *testing.T) {
-	r := render(t, "history-server.yaml")
-	name := release + "-sparklet-history"
-	var d appsv1.Deployment
-	r.get(t, "Deployment/"+releaseNS+"/"+name, &d)
+	r, d := historyDeployment(t, "history-server.yaml")
+	name := d.Name
 	spec := d.Spec.Template.Spec
 	if len(spec.Containers) != 2 || spec.Containers[0].Name != "history-server" || spec.Containers[1].Name != "history-sync" {
 		t.Fatalf("containers %v, want history-server and history-sync", spec.Containers)
@@ -122,10 +120,7 @@ func TestHistoryServerRenders(t *testing.T) {
 // directory the first driver makes; nothing syncs, no Secret is mounted,
 // and no fsGroup has the kubelet change the drivers' files.
 func TestHistoryServerReadsClaim(t *testing.T) {
-	r := render(t, "history-server-pvc.yaml")
-	name := release + "-sparklet-history"
-	var d appsv1.Deployment
-	r.get(t, "Deployment/"+releaseNS+"/"+name, &d)
+	r, d := historyDeployment(t, "history-server-pvc.yaml")
 	spec := d.Spec.Template.Spec
 	if len(spec.Containers) != 1 || spec.Containers[0].Name != "history-server" {
 		t.Fatalf("containers %v, want the HistoryServer alone", spec.Containers)
@@ -152,10 +147,20 @@ func TestHistoryServerReadsClaim(t *testing.T) {
 		t.Errorf("command %q, startup probe %v: want the HistoryServer started once %s exists, with a startup probe while it waits", server.Command, server.StartupProbe, logDir)
 	}
 	var conf corev1.ConfigMap
-	r.get(t, "ConfigMap/"+releaseNS+"/"+name, &conf)
+	r.get(t, "ConfigMap/"+releaseNS+"/"+d.Name, &conf)
 	if want := "spark.history.fs.logDirectory=file:" + logDir + "\n"; !strings.Contains(conf.Data["spark-history.conf"], want) {
 		t.Errorf("spark-history.conf lacks %q:\n%s", want, conf.Data["spark-history.conf"])
 	}
+}
+
+// historyDeployment renders the chart with the values file and returns
+// the history server's Deployment.
+func historyDeployment(t *testing.T, values string) (rendered, appsv1.Deployment) {
+	t.Helper()
+	r := render(t, values)
+	var d appsv1.Deployment
+	r.get(t, "Deployment/"+releaseNS+"/"+release+"-sparklet-history", &d)
+	return r, d
 }
 
 func selects(selector, labels map[string]string) bool {
