@@ -128,20 +128,27 @@ func startStore(ctx context.Context, t *testing.T, ns string) *objectstore.Store
 }
 
 // setNamespacePolicy gives ns its own policy section (YAML indented under
-// the namespace's key) with `helm upgrade --reuse-values` and more helm
-// flags, and waits until only webhook pods with it answer. The section
-// goes with the namespace's name; it is left in the release.
-func setNamespacePolicy(ctx context.Context, t *testing.T, release, releaseNS, ns, section string, flags ...string) {
+// the namespace's key) with `helm upgrade --reuse-values`, and waits until
+// only webhook pods with it answer. The section goes with the namespace's
+// name; it is left in the release.
+func setNamespacePolicy(ctx context.Context, t *testing.T, release, releaseNS, ns, section string) {
 	t.Helper()
 	values := filepath.Join(t.TempDir(), "namespace-policy.yaml")
 	if err := os.WriteFile(values, []byte("policy:\n  namespaces:\n    "+ns+":"+section+"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	helm(ctx, t, append([]string{"upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values", "-f", values}, flags...)...)
+	helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values", "-f", values)
+	webhookRolledOut(ctx, t, release, releaseNS)
+	t.Logf("helm upgrade of %s's policy to its webhook pods alone answering: %s", ns, time.Since(start).Round(100*time.Millisecond))
+}
+
+// webhookRolledOut waits until only the webhook pods of the release's last
+// upgrade answer.
+func webhookRolledOut(ctx context.Context, t *testing.T, release, releaseNS string) {
+	t.Helper()
 	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=3m")
 	waitOldPodsGone(ctx, t, releaseNS, release+"-sparklet")
-	t.Logf("helm upgrade of %s's policy to its webhook pods alone answering: %s", ns, time.Since(start).Round(100*time.Millisecond))
 }
 
 // keptOOMExecutor waits for the executor the kernel killed, kept by the

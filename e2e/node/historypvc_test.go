@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -50,16 +51,22 @@ func historyOnClaim(ctx context.Context, t *testing.T, release, releaseNS string
 	hostPathClaim(ctx, t, host, ns, "spark-history")
 	hostPathClaim(ctx, t, host, releaseNS, "history-read")
 
-	setNamespacePolicy(ctx, t, release, releaseNS, ns, `
-      history:
-        pvc: {claimName: spark-history, prefix: events}`,
-		"--set", "history.server.enabled=true", "--set", "history.server.s3=null", "--set", "history.server.pvc.claimName=history-read",
-		"--set", "history.server.resources.requests.cpu=10m", "--set", "history.server.resources.requests.memory=256Mi",
-		"--set", "history.server.resources.limits.memory=768Mi")
-	t.Cleanup(func() {
-		helm(context.Background(), t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values",
-			"--set", "history.server.enabled=false", "--set", "history.server.pvc=null")
+	// One upgrade: the namespace's policy ships to its claim, and the
+	// server reads the other claim under the same prefix (the policy's
+	// cluster section, which it defaults from, names no claim here).
+	upgrade := time.Now()
+	upgradeValues(ctx, t, release, releaseNS, func(v map[string]any) {
+		child(child(child(v, "policy"), "namespaces"), ns)["history"] = map[string]any{"pvc": map[string]any{"claimName": "spark-history", "prefix": "events"}}
+		child(v, "history")["server"] = map[string]any{"enabled": true, "pvc": map[string]any{"claimName": "history-read", "prefix": "events"},
+			"resources": map[string]any{"requests": map[string]any{"cpu": "10m", "memory": "256Mi"}, "limits": map[string]any{"memory": "768Mi"}}}
 	})
+	t.Cleanup(func() {
+		upgradeValues(context.Background(), t, release, releaseNS, func(v map[string]any) {
+			child(v, "history")["server"] = map[string]any{"enabled": false}
+		})
+	})
+	webhookRolledOut(ctx, t, release, releaseNS)
+	t.Logf("helm upgrade of %s's policy and the history server to its webhook pods alone answering: %s", ns, time.Since(upgrade).Round(100*time.Millisecond))
 
 	const name = "spark-pi-pvc"
 	pod := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate("4.3.0", "2.13", 1), "metadata:\n", "metadata:\n  name: "+name+"\n", 1)
@@ -116,7 +123,8 @@ func historyOnClaim(ctx context.Context, t *testing.T, release, releaseNS string
 			break
 		}
 		if time.Since(listed) > 2*time.Minute || ctx.Err() != nil {
-			t.Fatalf("the history server never listed %s as completed: %v %s\nkubectl port-forward:\n%s", appID, err, body, forwarder)
+			t.Fatalf("the history server never listed %s as completed: %v %s\nkubectl port-forward:\n%s\nhistory server:\n%s",
+				appID, err, body, forwarder, historyServerLog(ctx, t, release, releaseNS))
 		}
 		select {
 		case <-ctx.Done():
@@ -125,6 +133,52 @@ func historyOnClaim(ctx context.Context, t *testing.T, release, releaseNS string
 	}
 	t.Logf("the history server on the claim listed %s as completed %v after its rollout; the subtest took %s",
 		appID, time.Since(listed).Round(100*time.Millisecond), time.Since(start).Round(100*time.Millisecond))
+}
+
+// historyServerLog is the tail of the history server's log.
+func historyServerLog(ctx context.Context, t *testing.T, release, releaseNS string) string {
+	pods, err := cp.Client().CoreV1().Pods(releaseNS).List(ctx, metav1.ListOptions{LabelSelector: "app.kubernetes.io/component=history-server"})
+	if err != nil || len(pods.Items) == 0 {
+		return fmt.Sprintf("no pod: %v", err)
+	}
+	return tail(podLogs(ctx, t, releaseNS, pods.Items[0].Name, "history-server"), 30)
+}
+
+// upgradeValues runs helm upgrade with the release's values as edit
+// leaves them (helm get values, then --reset-values): a value can go,
+// which `--reuse-values --set key=null` leaves behind as a null the
+// chart's schema refuses at the next upgrade.
+func upgradeValues(ctx context.Context, t *testing.T, release, releaseNS string, edit func(map[string]any)) {
+	t.Helper()
+	out := helm(ctx, t, "get", "values", release, "--namespace", releaseNS, "-o", "json")
+	values := map[string]any{}
+	if i := strings.IndexByte(out, '{'); i >= 0 { // after any warning helm printed
+		dec := json.NewDecoder(strings.NewReader(out[i:]))
+		dec.UseNumber() // integers stay as written
+		if err := dec.Decode(&values); err != nil {
+			t.Fatalf("helm get values: %v\n%s", err, out)
+		}
+	}
+	edit(values)
+	data, err := json.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "values.json")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reset-values", "-f", file)
+}
+
+// child is m[key] as a map, made when missing.
+func child(m map[string]any, key string) map[string]any {
+	c, ok := m[key].(map[string]any)
+	if !ok {
+		c = map[string]any{}
+		m[key] = c
+	}
+	return c
 }
 
 // completedApp tells whether the history server's application list (the
