@@ -32,10 +32,8 @@ func TestHistoryServerOffByDefault(t *testing.T) {
 // policy's store; the store's Secret is mounted in the sync container
 // alone; the Service selects the pod and the webhook's does not.
 func TestHistoryServerRenders(t *testing.T) {
-	r := render(t, "history-server.yaml")
-	name := release + "-sparklet-history"
-	var d appsv1.Deployment
-	r.get(t, "Deployment/"+releaseNS+"/"+name, &d)
+	r, d := historyDeployment(t, "history-server.yaml")
+	name := d.Name
 	spec := d.Spec.Template.Spec
 	if len(spec.Containers) != 2 || spec.Containers[0].Name != "history-server" || spec.Containers[1].Name != "history-sync" {
 		t.Fatalf("containers %v, want history-server and history-sync", spec.Containers)
@@ -117,6 +115,54 @@ func TestHistoryServerRenders(t *testing.T) {
 	}
 }
 
+// TestHistoryServerReadsClaim: with a claim, the HistoryServer mounts it
+// read-only and reads it under the policy's prefix, waiting for the
+// directory the first driver makes; nothing syncs, no Secret is mounted,
+// and no fsGroup has the kubelet change the drivers' files.
+func TestHistoryServerReadsClaim(t *testing.T) {
+	r, d := historyDeployment(t, "history-server-pvc.yaml")
+	spec := d.Spec.Template.Spec
+	if len(spec.Containers) != 1 || spec.Containers[0].Name != "history-server" {
+		t.Fatalf("containers %v, want the HistoryServer alone", spec.Containers)
+	}
+	server := spec.Containers[0]
+	if len(spec.Volumes) != 3 || spec.Volumes[0].PersistentVolumeClaim == nil ||
+		spec.Volumes[0].PersistentVolumeClaim.ClaimName != "history-read" || !spec.Volumes[0].PersistentVolumeClaim.ReadOnly {
+		t.Errorf("volumes %+v, want the claim history-read read-only, the tmp dir and the conf", spec.Volumes)
+	}
+	for _, v := range spec.Volumes {
+		if v.Secret != nil || v.EmptyDir != nil && v.Name == "mirror" {
+			t.Errorf("volume %s: a claim needs no Secret and no mirror", v.Name)
+		}
+	}
+	if i := slices.IndexFunc(server.VolumeMounts, func(m corev1.VolumeMount) bool { return m.Name == spec.Volumes[0].Name }); i < 0 ||
+		!server.VolumeMounts[i].ReadOnly || server.VolumeMounts[i].MountPath != "/var/sparklet/history" {
+		t.Errorf("mounts %+v, want the claim read-only at /var/sparklet/history", server.VolumeMounts)
+	}
+	if spec.SecurityContext.FSGroup != nil {
+		t.Errorf("fsGroup %d: the kubelet would change the ownership of the drivers' store", *spec.SecurityContext.FSGroup)
+	}
+	const logDir = "/var/sparklet/history/events/prod"
+	if !slices.Contains(server.Command, logDir) || !slices.Contains(server.Command, "org.apache.spark.deploy.history.HistoryServer") || server.StartupProbe == nil {
+		t.Errorf("command %q, startup probe %v: want the HistoryServer started once %s exists, with a startup probe while it waits", server.Command, server.StartupProbe, logDir)
+	}
+	var conf corev1.ConfigMap
+	r.get(t, "ConfigMap/"+releaseNS+"/"+d.Name, &conf)
+	if want := "spark.history.fs.logDirectory=file:" + logDir + "\n"; !strings.Contains(conf.Data["spark-history.conf"], want) {
+		t.Errorf("spark-history.conf lacks %q:\n%s", want, conf.Data["spark-history.conf"])
+	}
+}
+
+// historyDeployment renders the chart with the values file and returns
+// the history server's Deployment.
+func historyDeployment(t *testing.T, values string) (rendered, appsv1.Deployment) {
+	t.Helper()
+	r := render(t, values)
+	var d appsv1.Deployment
+	r.get(t, "Deployment/"+releaseNS+"/"+release+"-sparklet-history", &d)
+	return r, d
+}
+
 func selects(selector, labels map[string]string) bool {
 	for k, v := range selector {
 		if labels[k] != v {
@@ -142,6 +188,13 @@ func TestBadHistoryServerValuesAreRefused(t *testing.T) {
 		{[]string{"history.server.syncInterval=soon"}, "/history/server/syncInterval"},
 		{[]string{"history.server.imagePullPolicy=Sometimes"}, "/history/server/imagePullPolicy"},
 		{[]string{"history.server.replicas=2"}, "replicas"},
+		{[]string{"history.server.enabled=true", "policy.history.pvc.claimName=spark-history"},
+			"history.server.enabled is true and policy.history.pvc names a claim, but history.server.pvc.claimName is not set: set it to a claim in the release namespace"},
+		{[]string{"history.server.enabled=true", "history.server.pvc.claimName=h", "history.server.s3.bucket=b"},
+			"history.server.s3 and history.server.pvc are both set: the server reads one store; remove one of them"},
+		{[]string{"history.server.pvc.claimName=Claim_1"}, "/history/server/pvc/claimName"},
+		{[]string{"history.server.pvc.prefix=/events"}, "/history/server/pvc/prefix"},
+		{[]string{"history.server.pvc.prefix=a/../b"}, "/history/server/pvc/prefix"},
 	} {
 		checkRefused(t, tc.set, tc.want, "--kube-version", kubeVersion)
 	}

@@ -7,13 +7,16 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// Where the JVM writes its event logs and where the sidecar finds the
-// history store's credential (docs/event-logs.md).
+// Where the JVM writes its event logs, where the sidecar finds the
+// history store's credential, and where it mounts a history claim
+// (docs/event-logs.md).
 const (
 	VolumeEventLogs      = "sparklet-event-logs"
 	VolumeHistoryCred    = "sparklet-history-credential"
+	VolumeHistoryStore   = "sparklet-history-store"
 	EventLogDir          = "/var/sparklet/event-logs"
 	HistoryCredentialDir = "/var/run/secrets/sparklet-history"
+	HistoryVolumeDir     = "/var/sparklet/history-store"
 )
 
 // The Spark properties of event logging (core/.../internal/config/package.scala,
@@ -70,8 +73,8 @@ func (p *plan) eventLogDir() string {
 }
 
 // addEventLogVolumes gives the Spark container and the sidecar the event
-// log emptyDir, and the sidecar alone the history store's Secret. It runs
-// after addSidecar.
+// log emptyDir, and the sidecar alone the history store: the bucket's
+// Secret, or the claim. It runs after addSidecar.
 func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 	if !p.shipEventLogs {
 		return nil
@@ -98,6 +101,10 @@ func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 		own(corev1.Volume{Name: VolumeHistoryCred, VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: s3.SecretName}}},
 			mount(sc, corev1.VolumeMount{Name: VolumeHistoryCred, MountPath: HistoryCredentialDir, ReadOnly: true}))
 	}
+	if c := p.pol.History.PVC; c != nil {
+		own(corev1.Volume{Name: VolumeHistoryStore, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c.ClaimName}}},
+			mount(sc, corev1.VolumeMount{Name: VolumeHistoryStore, MountPath: HistoryVolumeDir}))
+	}
 	return nil
 }
 
@@ -111,12 +118,28 @@ func addEventLogVolumes(pod *corev1.Pod, p *plan, done *Status) error {
 // gets the sidecar's group, unless it mounts storage whose files the
 // kubelet would then chown (a PVC, a CSI or ephemeral volume): that pod is
 // left alone and its user told to set an fsGroup.
+//
+// A history claim is such storage too, shared by every driver: with the
+// fsGroup sparklet sets, the kubelet changes only its root's ownership
+// when it differs (fsGroupChangePolicy OnRootMismatch), instead of walking
+// every event log on the volume at each driver's start
+// (skipPermissionChange in kubernetes pkg/volume/volume_linux.go, 1.33
+// to 1.37); a pod's own fsGroup without that policy is kept, and its user
+// told.
 func shareEventLogGroup(pod *corev1.Pod, p *plan) {
 	sc := pod.Spec.SecurityContext
+	store := p.pol.History.PVC != nil
 	if sc != nil && sc.FSGroup != nil {
+		if store && sc.FSGroupChangePolicy == nil && !p.prior.owns(VolumeHistoryStore) {
+			p.warn(fmt.Sprintf("the pod's securityContext.fsGroup has no fsGroupChangePolicy, so the kubelet may change the ownership of every file on the history claim %q "+
+				"at each start, where its volume type lets it; set fsGroupChangePolicy: OnRootMismatch", p.pol.History.PVC.ClaimName))
+		}
 		return
 	}
 	for _, v := range pod.Spec.Volumes {
+		if v.Name == VolumeHistoryStore {
+			continue
+		}
 		if v.PersistentVolumeClaim != nil || v.CSI != nil || v.Ephemeral != nil {
 			p.warn(fmt.Sprintf("the pod has no securityContext.fsGroup and mounts volume %q, whose files sparklet will not have the kubelet chown; "+
 				"set an fsGroup, or the sidecar cannot read the event logs the JVM writes (mode 770) and ships none", v.Name))
@@ -129,4 +152,8 @@ func shareEventLogGroup(pod *corev1.Pod, p *plan) {
 	}
 	gid := sidecarUID
 	sc.FSGroup = &gid
+	if store {
+		policy := corev1.FSGroupChangeOnRootMismatch
+		sc.FSGroupChangePolicy = &policy
+	}
 }

@@ -64,6 +64,57 @@ func TestEventLogsShippedBySidecar(t *testing.T) {
 	}
 }
 
+// With a claim as the store, the sidecar alone mounts it, writable; no
+// Secret is mounted; the fsGroup sparklet sets does not have the kubelet
+// walk the whole store at each start; a second injection changes nothing.
+func TestEventLogsToClaim(t *testing.T) {
+	pod := driverPod()
+	pol := mustPolicy(t, "history: {pvc: {claimName: spark-history, prefix: events}}\n")
+	in := Input{Namespace: "spark-jobs", Policy: pol, Version: "test", AppID: "spark-test"}
+	res, err := Driver(pod, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Warnings) > 0 {
+		t.Errorf("warnings: %q", res.Warnings)
+	}
+	sc := sidecarOf(t, pod)
+	for _, c := range append(append([]corev1.Container(nil), pod.Spec.Containers...), pod.Spec.InitContainers...) {
+		for _, m := range c.VolumeMounts {
+			switch {
+			case m.Name == VolumeHistoryCred:
+				t.Errorf("container %q mounts a history credential; a claim needs none", c.Name)
+			case m.Name == VolumeHistoryStore && c.Name != SidecarName:
+				t.Errorf("container %q mounts the history claim; only the sidecar may", c.Name)
+			case m.Name == VolumeHistoryStore && (m.ReadOnly || m.MountPath != HistoryVolumeDir):
+				t.Errorf("the sidecar mounts the claim %+v, want it writable at %s", m, HistoryVolumeDir)
+			}
+		}
+	}
+	if !hasMount(sc.VolumeMounts, VolumeHistoryStore) || !hasMount(pod.Spec.Containers[0].VolumeMounts, VolumeEventLogs) {
+		t.Errorf("sidecar mounts %v, spark mounts %v: want the claim in the sidecar and the emptyDir in the JVM", sc.VolumeMounts, pod.Spec.Containers[0].VolumeMounts)
+	}
+	claim := ""
+	for _, v := range pod.Spec.Volumes {
+		if v.Name == VolumeHistoryStore && v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+		}
+	}
+	if claim != "spark-history" {
+		t.Errorf("history volume's claim = %q, want spark-history", claim)
+	}
+	if s := pod.Spec.SecurityContext; s == nil || s.FSGroup == nil || *s.FSGroup != sidecarUID || s.FSGroupChangePolicy == nil || *s.FSGroupChangePolicy != corev1.FSGroupChangeOnRootMismatch {
+		t.Errorf("securityContext %+v, want fsGroup %d with OnRootMismatch", s, sidecarUID)
+	}
+	once := pod.DeepCopy()
+	if res, err := Driver(pod, in); err != nil || len(res.Warnings) > 0 {
+		t.Fatalf("second injection: %v, warnings %q", err, res.Warnings)
+	}
+	if !reflect.DeepEqual(once, pod) {
+		t.Errorf("second injection changed the pod")
+	}
+}
+
 // A pod's own event-log settings are kept, and the user is told what the
 // sidecar then does.
 func TestEventLogsUserSettingsKept(t *testing.T) {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/sparklet/sparklet/patches/sparkconf"
@@ -12,8 +13,10 @@ import (
 // logs to an emptyDir it shares with the sidecar, and the sidecar uploads
 // each finished file; only the sidecar holds the store's credential.
 type History struct {
-	// S3 is an S3-compatible bucket.
-	S3 *HistoryS3 `json:"s3,omitempty"`
+	// S3 is an S3-compatible bucket; PVC a PersistentVolumeClaim. A section
+	// names exactly one of them.
+	S3  *HistoryS3  `json:"s3,omitempty"`
+	PVC *HistoryPVC `json:"pvc,omitempty"`
 	// RollingMaxFileSize is spark.eventLog.rolling.maxFileSize: the size at
 	// which the JVM starts the next event file, and so the most a driver
 	// lost with its node loses. Unset, DefaultRollingMaxFileSize.
@@ -44,6 +47,18 @@ type HistoryS3 struct {
 	SecretName string `json:"secretName"`
 }
 
+// HistoryPVC is where event logs go on a volume: the sidecar alone mounts
+// the claim, of this name in the driver's namespace, and writes under
+// Prefix the files S3 would hold under the same keys, so a history
+// server's spark.history.fs.logDirectory is file:<mount>/Prefix. Drivers
+// on several nodes need a ReadWriteMany volume (NFS-like).
+type HistoryPVC struct {
+	ClaimName string `json:"claimName"`
+	// Prefix is a directory under the volume's root, made by the sidecar;
+	// unset, the root.
+	Prefix string `json:"prefix,omitempty"`
+}
+
 // DefaultRollingMaxFileSize is sparklet's spark.eventLog.rolling.maxFileSize.
 // Spark's default is 128m; a smaller file is shipped sooner. Spark 3.5 and
 // 4.0 refuse less than 10 MiB, 4.1 and later less than 2 MiB
@@ -60,9 +75,13 @@ func (v *validator) history(at string, h *History) {
 	if h == nil {
 		return
 	}
-	if h.S3 == nil {
-		v.add(at+".s3", "is required: event logs need a store; set s3.endpoint, s3.bucket and s3.secretName, or remove %s", at)
+	switch {
+	case h.S3 == nil && h.PVC == nil:
+		v.add(at, "names no store: event logs need one; set s3 (endpoint, bucket, secretName) or pvc (claimName), or remove %s", at)
+	case h.S3 != nil && h.PVC != nil:
+		v.add(at, "names both s3 and pvc: the sidecar ships to one store; remove one of %s.s3 and %s.pvc", at, at)
 	}
+	v.historyPVC(at+".pvc", h.PVC)
 	if h.RollingMaxFileSize != "" {
 		if n, err := sparkconf.Bytes(h.RollingMaxFileSize, 1); err != nil {
 			v.add(at+".rollingMaxFileSize", "%v; write it as Spark does, e.g. \"16m\"", err)
@@ -97,6 +116,23 @@ func (v *validator) history(at string, h *History) {
 		v.add(at+".s3.secretName", "is required: a Secret in the driver's namespace with the keys AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, which only the sidecar mounts")
 	} else {
 		v.dnsSubdomain(at+".s3.secretName", s.SecretName)
+	}
+}
+
+// historyPVC checks a history section's claim.
+func (v *validator) historyPVC(at string, c *HistoryPVC) {
+	if c == nil {
+		return
+	}
+	if c.ClaimName == "" {
+		v.add(at+".claimName", "is required: a PersistentVolumeClaim in the driver's namespace (in every opted-in namespace, for the cluster's section), which only the sidecar mounts")
+	} else {
+		v.dnsSubdomain(at+".claimName", c.ClaimName)
+	}
+	if c.Prefix != "" && (strings.HasPrefix(c.Prefix, "/") || slices.ContainsFunc(strings.Split(strings.TrimSuffix(c.Prefix, "/"), "/"), func(seg string) bool {
+		return seg == "" || strings.HasPrefix(seg, ".")
+	})) {
+		v.add(at+".prefix", "%q: write a directory under the volume's root without a leading '/', empty segments or names starting with '.', e.g. \"spark-events/prod\"", c.Prefix)
 	}
 }
 

@@ -41,15 +41,14 @@ func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error
 	if !s.shipsEventLogs(pol) {
 		return nil, nil
 	}
-	h := pol.History.S3
-	store, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: h.Endpoint, Bucket: h.Bucket, Region: h.Region, CredentialDir: patches.HistoryCredentialDir})
+	store, prefix, where, err := historyStore(pol.History)
 	if err != nil {
-		return nil, fmt.Errorf("history store: %w", err)
+		return nil, err
 	}
 	e := &eventLogShipping{done: make(chan struct{})}
 	log := s.log.WithField("component", "eventlogs")
 	e.shipper = &eventlogs.Shipper{
-		Dir: s.cfg.EventLogDir, Prefix: h.Prefix, Store: store,
+		Dir: s.cfg.EventLogDir, Prefix: prefix, Store: store,
 		Interval: eventLogInterval, Backoff: eventLogBackoff, MaxBackoff: eventLogMaxBackoff,
 		Shipped: func(key string, size int64, took time.Duration) {
 			e.files.Add(1)
@@ -67,13 +66,28 @@ func (s *Sidecar) shipEventLogs(pol *policy.Effective) (*eventLogShipping, error
 	ctx, stop := context.WithCancel(context.Background())
 	e.stop = stop
 	go func() { e.shipper.Run(ctx); close(e.done) }()
-	log.WithField("store", fmt.Sprintf("%s/%s/%s", h.Endpoint, h.Bucket, h.Prefix)).Info("shipping event logs")
+	log.WithField("store", where).Info("shipping event logs")
 	return e, nil
+}
+
+// historyStore is the policy's store, the key prefix in it, and where it
+// is, for the log: the bucket, or the claim the webhook mounted in this
+// container alone.
+func historyStore(h *policy.History) (eventlogs.Store, string, string, error) {
+	if c := h.PVC; c != nil {
+		return eventlogs.Dir{Root: patches.HistoryVolumeDir}, c.Prefix, fmt.Sprintf("pvc %s: %s/%s", c.ClaimName, patches.HistoryVolumeDir, c.Prefix), nil
+	}
+	s3 := h.S3
+	store, err := eventlogs.NewS3(eventlogs.S3Config{Endpoint: s3.Endpoint, Bucket: s3.Bucket, Region: s3.Region, CredentialDir: patches.HistoryCredentialDir})
+	if err != nil {
+		return nil, "", "", fmt.Errorf("history store: %w", err)
+	}
+	return store, s3.Prefix, fmt.Sprintf("%s/%s/%s", s3.Endpoint, s3.Bucket, s3.Prefix), nil
 }
 
 // shipsEventLogs tells whether the sidecar ships the JVM's event logs.
 func (s *Sidecar) shipsEventLogs(pol *policy.Effective) bool {
-	return s.cfg.EventLogDir != "" && pol.History != nil && pol.History.S3 != nil
+	return s.cfg.EventLogDir != "" && pol.History != nil && (pol.History.S3 != nil || pol.History.PVC != nil)
 }
 
 // recordHistoryURL has the application's page on the policy's history

@@ -139,9 +139,16 @@ func setNamespacePolicy(ctx context.Context, t testing.TB, release, releaseNS, n
 	}
 	start := time.Now()
 	helm(ctx, t, "upgrade", release, chartDir(t), "--namespace", releaseNS, "--reuse-values", "-f", values)
+	webhookRolledOut(ctx, t, release, releaseNS)
+	t.Logf("helm upgrade of %s's policy to its webhook pods alone answering: %s", ns, time.Since(start).Round(100*time.Millisecond))
+}
+
+// webhookRolledOut waits until only the webhook pods of the release's last
+// upgrade answer.
+func webhookRolledOut(ctx context.Context, t *testing.T, release, releaseNS string) {
+	t.Helper()
 	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=3m")
 	waitOldPodsGone(ctx, t, releaseNS, release+"-sparklet")
-	t.Logf("helm upgrade of %s's policy to its webhook pods alone answering: %s", ns, time.Since(start).Round(100*time.Millisecond))
 }
 
 // keptOOMExecutor waits for the executor the kernel killed, kept by the

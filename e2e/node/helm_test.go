@@ -104,6 +104,7 @@ spec:
 	t.Run("TokenRotation", func(t *testing.T) { tokenRotation(ctx, t, release, releaseNS, jobs) })
 	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
 	t.Run("HistoryServer", func(t *testing.T) { historyServer(ctx, t, release, releaseNS) })
+	t.Run("HistoryPVC", func(t *testing.T) { historyOnClaim(ctx, t, release, releaseNS) })
 	t.Run("ExecutorOOMKilled", func(t *testing.T) { executorOOMKilled(ctx, t, release, releaseNS) })
 	t.Run("ConnectServer", func(t *testing.T) { connectServer(ctx, t, jobs) })
 	t.Run("PVCResize", func(t *testing.T) {

@@ -34,10 +34,6 @@ type Mirror struct {
 	Log                           *logrus.Entry
 }
 
-// tempMark is in the name of every file the mirror writes before renaming
-// it into place; with the leading '.', Spark's reader skips it.
-const tempMark = ".sparklet-"
-
 // Stats is what one pass did.
 type Stats struct {
 	Downloaded, Removed, Skipped int
@@ -147,7 +143,7 @@ func (m *Mirror) files() (map[string]local, []string, error) {
 	files := map[string]local{}
 	var stale []string
 	add := func(rel string, e fs.DirEntry) {
-		if strings.HasPrefix(path.Base(rel), ".") && strings.Contains(path.Base(rel), tempMark) {
+		if strings.HasPrefix(path.Base(rel), ".") && strings.Contains(path.Base(rel), eventlogs.TempMark) {
 			stale = append(stale, rel)
 			return
 		}
@@ -181,41 +177,22 @@ func (m *Mirror) files() (map[string]local, []string, error) {
 	return files, stale, nil
 }
 
-// download writes one object to a hidden temporary file beside its place,
-// with the object's modification time, and renames it into place.
+// download writes one object into place, with the object's modification
+// time (eventlogs.WriteFile).
 func (m *Mirror) download(ctx context.Context, o remote) error {
 	dest := m.path(o.rel)
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), "."+filepath.Base(dest)+tempMark+"*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name()) // after the rename, there is nothing to remove
 	body, err := m.Store.Get(ctx, o.key)
 	if err != nil {
-		tmp.Close()
 		return fmt.Errorf("get %s: %w", o.key, err)
 	}
-	n, err := io.Copy(tmp, body)
-	body.Close()
-	if err == nil && n != o.size {
-		err = fmt.Errorf("read %d bytes, the listing said %d (the object changed meanwhile)", n, o.size)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	defer body.Close()
+	if err := eventlogs.WriteFile(dest, body, o.size, o.modified); err != nil {
 		return fmt.Errorf("get %s: %w", o.key, err)
 	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		return err
-	}
-	if err := os.Chtimes(tmp.Name(), o.modified, o.modified); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dest)
+	return nil
 }
 
 // remove removes one file, and its rolling log's directory once empty.
