@@ -145,7 +145,7 @@ func setNamespacePolicy(ctx context.Context, t testing.TB, release, releaseNS, n
 
 // webhookRolledOut waits until only the webhook pods of the release's last
 // upgrade answer.
-func webhookRolledOut(ctx context.Context, t *testing.T, release, releaseNS string) {
+func webhookRolledOut(ctx context.Context, t testing.TB, release, releaseNS string) {
 	t.Helper()
 	kubectl(ctx, t, "-n", releaseNS, "rollout", "status", "deploy/"+release+"-sparklet", "--timeout=3m")
 	waitOldPodsGone(ctx, t, releaseNS, release+"-sparklet")
