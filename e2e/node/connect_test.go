@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -56,7 +57,7 @@ const connectAnswer = "RESULT 0:334,1:333,2:333"
 func connectServer(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
-	site := connectClientSite(t)
+	site := fixtures.ConnectClientSite(t)
 	example, err := os.ReadFile("../../examples/connect-deployment.yaml")
 	if err != nil {
 		t.Fatal(err)
@@ -126,19 +127,6 @@ rules:
 	if got := connectClientPod(ctx, t, ns, site, "analyst", inCluster); got != connectAnswer {
 		t.Errorf("after the rollout, the allowed client pod printed %q, want %q (server %s)", got, connectAnswer, second.Name)
 	}
-}
-
-// connectClientSite is the Python client hack/connect-client installed.
-func connectClientSite(t *testing.T) string {
-	t.Helper()
-	site, err := filepath.Abs("../../.cache/connect-client/site")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(site, "pyspark", "sql", "connect")); err != nil {
-		t.Fatalf("no Spark Connect Python client in %s: run make connect-client (%v)", site, err)
-	}
-	return site
 }
 
 // connectServing waits until the Deployment has one pod other than not

@@ -21,6 +21,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -42,7 +43,7 @@ func TestConnect35(t *testing.T) {
 	if d.Major != 3 {
 		t.Fatalf("the oldest pin is Spark %s, not a 3.5", d.Version)
 	}
-	site := connectClientSite(t)
+	site := fixtures.ConnectClientSite(t)
 	start := time.Now()
 	ns, pod := startConnectManifest(t, connectDeployment35(t, d), []string{"analyst"}, []string{"intruder"})
 	t.Logf("Spark %s: the server started %v after kubectl apply", d.Version, time.Since(start).Round(time.Millisecond))

@@ -25,6 +25,7 @@ import (
 	"github.com/sparklet/sparklet/hack/spark"
 	"github.com/sparklet/sparklet/patches"
 	testenv "github.com/sparklet/sparklet/test/env"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -51,7 +52,7 @@ except Exception as e:
 // session runs its query again.
 func TestConnectAuth(t *testing.T) {
 	d := dists[len(dists)-1]
-	site := connectClientSite(t)
+	site := fixtures.ConnectClientSite(t)
 	ns, pod := startConnectServer(t, d, []string{"analyst"}, []string{"intruder"})
 	server := "sc://" + pod.Status.PodIP + ":15002/"
 	pid, jvmToken := checkJVMBehindSidecar(t, ns, pod)
@@ -273,20 +274,6 @@ func dialInNetns(t *testing.T, pid int, addr string) net.Conn {
 	}
 	t.Cleanup(func() { r.c.Close() })
 	return r.c
-}
-
-// connectClientSite is where make connect-client installed the Python
-// client.
-func connectClientSite(t *testing.T) string {
-	t.Helper()
-	site, err := filepath.Abs("../../.cache/connect-client/site")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(site, "pyspark", "sql", "connect")); err != nil {
-		t.Fatalf("no Spark Connect Python client in %s: run make connect-client (%v)", site, err)
-	}
-	return site
 }
 
 // grantReviews lets the driver ServiceAccount review tokens and access,

@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/policy"
+	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -54,7 +55,7 @@ except Exception as e:
 func TestConnectLimits(t *testing.T) {
 	t.Parallel() // waits on Spark's timers; see doc.go
 	d := dists[len(dists)-1]
-	site := connectClientSite(t)
+	site := fixtures.ConnectClientSite(t)
 	ns, pod := startConnectServer(t, d, []string{"first", "second"}, nil)
 	conf := pod.Annotations[vocab.AnnotationEffectiveConf]
 	for _, want := range []string{"spark.dynamicAllocation.enabled true", policy.KeySessionTimeout + " 45000ms"} {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/sparklet/sparklet/internal/certs"
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/fixtures"
 )
 
 // connectTLSSecret is the Secret testdata/policy.yaml names in
@@ -55,7 +56,7 @@ except Exception as e:
 func TestConnectTLS(t *testing.T) {
 	t.Parallel()
 	d := dists[len(dists)-1]
-	site := connectClientSite(t)
+	site := fixtures.ConnectClientSite(t)
 	ns := deployConnectServer(t, d, []string{"analyst"}, []string{"intruder"})
 
 	// The pod runner sets up the pod's network before its volumes, so the
