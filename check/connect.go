@@ -1,6 +1,7 @@
 package check
 
 import (
+	"context"
 	"net"
 	"strings"
 
@@ -13,14 +14,14 @@ import (
 // connectLines writes how clients reach an injected Spark Connect server
 // (docs/connect.md): the connection strings, with a Kubernetes token the
 // sidecar admits, and the permission a client needs.
-func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
+func (o Options) connectLines(ctx context.Context, r *report, pod *corev1.Pod, st patches.Status) {
 	if st.Connect == "" {
 		return
 	}
 	env := sidecarEnv(pod)
 	listen := env[vocab.EnvConnectListen]
 	if listen == "" {
-		r.line("spark connect: port %d on the pod IP, which checks no identity: the sidecar admits clients on Spark 4.0+ only", patches.ConnectPort)
+		r.line("spark connect: port %d on the pod IP, which checks no identity: the sparklet that injected this pod did not put the server behind its sidecar", patches.ConnectPort)
 		return
 	}
 	_, port, err := net.SplitHostPort(listen)
@@ -39,6 +40,7 @@ func (o Options) connectLines(r *report, pod *corev1.Pod, st patches.Status) {
 	}
 	r.line("spark connect: the sidecar admits clients on port %s whose Kubernetes token passes a TokenReview and whose user may %s in namespace %s",
 		port, access, pod.Namespace)
+	defer o.connectSessions(ctx, r, pod, env)
 	if env[vocab.EnvConnectTLSDir] != "" {
 		secret := connectTLSSecret(pod)
 		r.line("  over TLS only, with the certificate of Secret %s; clients trust its CA (GRPC_DEFAULT_SSL_ROOTS_FILE_PATH=ca.pem for the Python client)", secret)

@@ -2,11 +2,16 @@ package check
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+	restclient "k8s.io/client-go/rest"
+	k8stesting "k8s.io/client-go/testing"
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
@@ -14,11 +19,13 @@ import (
 )
 
 // TestPodConnect: for a Spark Connect server the webhook injected, check
-// prints the connection strings clients use with a Kubernetes token and
-// the permission they need.
+// prints the connection strings clients use with a Kubernetes token, the
+// permission they need, and the sessions open by user, read from the
+// sidecar's metrics through the pod proxy.
 func TestPodConnect(t *testing.T) {
 	out := checkConnectServer(t, func(*policy.Effective) {})
 	for _, want := range []string{
+		"    sessions open: 3 (alice 2, system:serviceaccount:team-a:nb 1)\n",
 		"  spark connect: the sidecar admits clients on port 15002 whose Kubernetes token passes a TokenReview and whose user may create sparkconnect.sparklet.io in namespace team-a\n",
 		"    in the cluster: sc://10.1.2.3:15002/;authorization=Bearer%20$TOKEN\n",
 		"    through its Service, to any of the server's pods: sc://connect-connect.team-a.svc:15002/;authorization=Bearer%20$TOKEN\n",
@@ -69,9 +76,47 @@ func checkConnectServer(t *testing.T, edit func(*policy.Effective)) *strings.Bui
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.1.2.3"}
 	pod.Annotations[vocab.AnnotationConnectURL] = "sc://connect-connect.team-a.svc:15002"
 	pod.Annotations[vocab.AnnotationConnectRouteURL] = "sc://connect.team-a.connect.example.com:443"
+	opts := options(t, hookConfig(), ns("team-a", nil), pod)
+	opts.Client.(*fake.Clientset).PrependProxyReactor("pods", func(a k8stesting.Action) (bool, restclient.ResponseWrapper, error) {
+		if p := a.(k8stesting.ProxyGetAction); p.GetName() != "connect-0" || p.GetPort() != "7444" || p.GetPath() != "/metrics" {
+			return true, nil, fmt.Errorf("proxied to %s port %s path %s, want the sidecar's metrics", p.GetName(), p.GetPort(), p.GetPath())
+		}
+		return true, metricsBody(sidecarMetrics), nil
+	})
 	var out strings.Builder
-	if _, err := Pod(context.Background(), &out, options(t, hookConfig(), ns("team-a", nil), pod), "team-a", "connect-0"); err != nil {
+	if _, err := Pod(context.Background(), &out, opts, "team-a", "connect-0"); err != nil {
 		t.Fatal(err)
 	}
 	return &out
+}
+
+// sidecarMetrics is part of a Connect server sidecar's /metrics.
+const sidecarMetrics = `# TYPE sparklet_sidecar_connect_sessions_open gauge
+sparklet_sidecar_connect_sessions_open{user="alice"} 2
+sparklet_sidecar_connect_sessions_open{user="bob"} 0
+sparklet_sidecar_connect_sessions_open{user="system:serviceaccount:team-a:nb"} 1
+sparklet_sidecar_connect_sessions_total{user="alice"} 7
+`
+
+// metricsBody answers a proxied GET with body.
+type metricsBody string
+
+func (m metricsBody) DoRaw(context.Context) ([]byte, error) { return []byte(m), nil }
+
+func (m metricsBody) Stream(context.Context) (io.ReadCloser, error) {
+	return io.NopCloser(strings.NewReader(string(m))), nil
+}
+
+// TestSessionsByUser: the open-sessions gauge summed by user, users with
+// none left out.
+func TestSessionsByUser(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{sidecarMetrics, "3 (alice 2, system:serviceaccount:team-a:nb 1)"},
+		{"sparklet_sidecar_connect_sessions_open{user=\"bob\"} 0\n", "none"},
+		{"", "none"},
+	} {
+		if got := sessionsByUser(c.in); got != c.want {
+			t.Errorf("sessionsByUser(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
 }

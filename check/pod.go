@@ -114,7 +114,7 @@ func (o Options) driverState(ctx context.Context, r *report, pod *corev1.Pod, st
 	if url, ok := pod.Annotations[vocab.AnnotationHistoryURL]; ok {
 		r.line("history: %s", url)
 	}
-	o.connectLines(r, pod, st)
+	o.connectLines(ctx, r, pod, st)
 	key := vocab.LabelAppID
 	if st.AppPerJVM { // each JVM's executors carry its own application id
 		key = vocab.LabelDriverApp
