@@ -138,7 +138,8 @@ var submitEnvNames = sortedKeys(submitargs.SubmitEnv)
 // 3.5.9 to 4.1.0), and the variables count only for keys nothing else
 // sets (loadEnvironmentArguments). What admission cannot know it warns of.
 func readEnvRoutes(c *corev1.Container, env containerEnv, cmd submitargs.Command, user []confSource, p *plan) ([]confSource, error) {
-	what := func(name string) string { return fmt.Sprintf("container %q env %s", c.Name, name) }
+	prefix := fmt.Sprintf("container %q env ", c.Name)
+	what := func(name string) string { return prefix + name }
 	var low []confSource
 	for _, name := range submitargs.JVMOptionEnv {
 		value, ok := env.value(name, p, what(name), "the Spark properties its -D options set")
