@@ -129,9 +129,10 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 			"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, sparkconf.UnsafeText(k, p.conf[k]))}
 	}
 	p.confText = sparkconf.Render(changedFrom(p.conf, p.userConf))
-	p.confDigest = sparkconf.Digest(p.confText)
 	if user, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok { // projected by addVolumes
 		p.confDigest = sparkconf.Digest(deliveredConf(user, true, p.confText))
+	} else {
+		p.confDigest = sparkconf.Digest(p.confText)
 	}
 	return nil
 }
