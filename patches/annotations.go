@@ -41,15 +41,14 @@ var knownAnnotations = map[string]string{
 // ignored. The Spark conf and fetch annotations are checked where they
 // are read.
 func checkAnnotations(pod *corev1.Pod) error {
-	for _, k := range slices.Sorted(maps.Keys(pod.Annotations)) {
-		if !strings.HasPrefix(k, annotationPrefix) {
-			continue
-		}
-		if _, ok := knownAnnotations[k]; !ok {
-			return &Refused{Reason: "unknown-annotation", Message: fmt.Sprintf(
-				"annotation %s is not a sparklet annotation; the known ones are %s; fix or remove it",
-				k, strings.Join(slices.Sorted(maps.Keys(knownAnnotations)), ", "))}
-		}
+	unknown := func(k, _ string) bool {
+		_, known := knownAnnotations[k]
+		return strings.HasPrefix(k, annotationPrefix) && !known
+	}
+	for _, k := range sortedWhere(pod.Annotations, unknown) {
+		return &Refused{Reason: "unknown-annotation", Message: fmt.Sprintf(
+			"annotation %s is not a sparklet annotation; the known ones are %s; fix or remove it",
+			k, strings.Join(sortedKeys(knownAnnotations), ", "))}
 	}
 	if v, ok := pod.Annotations[vocab.AnnotationInject]; ok && !strings.EqualFold(v, "true") && !strings.EqualFold(v, "false") {
 		return &Refused{Reason: "bad-annotation", Message: fmt.Sprintf(

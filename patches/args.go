@@ -2,8 +2,6 @@ package patches
 
 import (
 	"fmt"
-	"maps"
-	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -93,26 +91,32 @@ func (s confSource) setter(k string) string {
 // key reserved for sparklet, a different value for an enforced key, and
 // cluster deploy mode.
 func (s confSource) check(p *plan) error {
-	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
-		v := s.conf[k]
-		if why := sparkconf.UnsafeText(k, v); why != "" {
-			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
-				"%s sets %q %s; a Spark property is one line of spark-defaults.conf, so remove it", s.setter(k), k, why)}
-		}
-		if why, ok := policy.Reserved[k]; ok && !s.policy {
-			return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", s.setter(k), k, why)}
-		}
-		if want, ok := p.pol.Spark.Enforced[k]; ok && v != want && !s.policy {
-			return &Refused{Reason: "enforced-key", Message: fmt.Sprintf(
-				"%s sets %s=%s, but the sparklet policy enforces %s=%s in namespace %s; remove it or use the enforced value",
-				s.setter(k), k, v, k, want, p.in.Namespace)}
-		}
-		if k == "spark.submit.deployMode" && v == "cluster" {
-			return &Refused{Reason: "cluster-mode", Message: fmt.Sprintf(
-				"%s sets spark.submit.deployMode=cluster, which would make spark-submit create a second driver pod "+
-					"instead of running the driver here; sparklet makes this pod the driver in client mode, so remove it "+
-					"(or use --deploy-mode client)", s.setter(k))}
-		}
+	faulty := func(k, v string) bool { return s.fault(p, k, v) != nil }
+	for _, k := range sortedWhere(s.conf, faulty) {
+		return s.fault(p, k, s.conf[k])
+	}
+	return nil
+}
+
+// fault is check's refusal of one key and its value, nil when it has none.
+func (s confSource) fault(p *plan, k, v string) error {
+	if why := sparkconf.UnsafeText(k, v); why != "" {
+		return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
+			"%s sets %q %s; a Spark property is one line of spark-defaults.conf, so remove it", s.setter(k), k, why)}
+	}
+	if why, ok := policy.Reserved[k]; ok && !s.policy {
+		return &Refused{Reason: "reserved-key", Message: fmt.Sprintf("%s sets %s: %s; remove it", s.setter(k), k, why)}
+	}
+	if want, ok := p.pol.Spark.Enforced[k]; ok && v != want && !s.policy {
+		return &Refused{Reason: "enforced-key", Message: fmt.Sprintf(
+			"%s sets %s=%s, but the sparklet policy enforces %s=%s in namespace %s; remove it or use the enforced value",
+			s.setter(k), k, v, k, want, p.in.Namespace)}
+	}
+	if k == "spark.submit.deployMode" && v == "cluster" {
+		return &Refused{Reason: "cluster-mode", Message: fmt.Sprintf(
+			"%s sets spark.submit.deployMode=cluster, which would make spark-submit create a second driver pod "+
+				"instead of running the driver here; sparklet makes this pod the driver in client mode, so remove it "+
+				"(or use --deploy-mode client)", s.setter(k))}
 	}
 	return nil
 }
@@ -121,10 +125,12 @@ func (s confSource) check(p *plan) error {
 // kept in the effective conf, but spark-submit drops them with a warning
 // (SparkSubmitArguments.ignoreNonSparkProperties, 3.5.x to 4.x).
 func (s confSource) warnForeign(p *plan) {
-	for _, k := range slices.Sorted(maps.Keys(s.conf)) {
-		if !strings.HasPrefix(k, "spark.") && !s.policy {
-			p.warn(fmt.Sprintf("%s sets %s, which Spark ignores: it reads only keys that start with \"spark.\" "+
-				"(for Hadoop and Hive, spark.hadoop.%s); kept in the effective conf", s.setter(k), k, k))
-		}
+	if s.policy {
+		return
+	}
+	foreign := func(k, _ string) bool { return !strings.HasPrefix(k, "spark.") }
+	for _, k := range sortedWhere(s.conf, foreign) {
+		p.warn(fmt.Sprintf("%s sets %s, which Spark ignores: it reads only keys that start with \"spark.\" "+
+			"(for Hadoop and Hive, spark.hadoop.%s); kept in the effective conf", s.setter(k), k, k))
 	}
 }

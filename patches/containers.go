@@ -17,9 +17,10 @@ import (
 
 // upsert adds item to list when no element has its key. When one has, it is
 // replaced only if replace is set. The position of existing elements is kept.
-func upsert[T any](list []T, item T, key func(T) string, replace bool) []T {
+func upsert[T any](list []T, item T, key func(*T) string, replace bool) []T {
+	k := key(&item)
 	for i := range list {
-		if key(list[i]) == key(item) {
+		if key(&list[i]) == k {
 			if replace {
 				list[i] = item
 			}
@@ -29,10 +30,12 @@ func upsert[T any](list []T, item T, key func(T) string, replace bool) []T {
 	return append(list, item)
 }
 
-func envName(e corev1.EnvVar) string                 { return e.Name }
-func volumeName(v corev1.Volume) string              { return v.Name }
-func mountPath(m corev1.VolumeMount) string          { return m.MountPath }
-func secretRef(r corev1.LocalObjectReference) string { return r.Name }
+// The keys upsert compares, read through a pointer: a Volume is a few
+// hundred bytes to copy.
+func envName(e *corev1.EnvVar) string                 { return e.Name }
+func volumeName(v *corev1.Volume) string              { return v.Name }
+func mountPath(m *corev1.VolumeMount) string          { return m.MountPath }
+func secretRef(r *corev1.LocalObjectReference) string { return r.Name }
 
 // upsertAt replaces the container of the same name where it stands, or
 // inserts it at index at.

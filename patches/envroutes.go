@@ -2,7 +2,6 @@ package patches
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -123,6 +122,9 @@ func readsUnknown(cmd submitargs.Command) bool {
 
 func refs(names []string) string { return "$(" + strings.Join(names, "), $(") + ")" }
 
+// submitEnvNames are the names of submitargs.SubmitEnv in order.
+var submitEnvNames = sortedKeys(submitargs.SubmitEnv)
+
 // readEnvRoutes reads the Spark properties that c's environment gives the
 // driver JVM where its command line does not show them, as layers from
 // the lowest: the -Dspark.* system properties of the JVM's options, in the
@@ -136,7 +138,8 @@ func refs(names []string) string { return "$(" + strings.Join(names, "), $(") + 
 // 3.5.9 to 4.1.0), and the variables count only for keys nothing else
 // sets (loadEnvironmentArguments). What admission cannot know it warns of.
 func readEnvRoutes(c *corev1.Container, env containerEnv, cmd submitargs.Command, user []confSource, p *plan) ([]confSource, error) {
-	what := func(name string) string { return fmt.Sprintf("container %q env %s", c.Name, name) }
+	prefix := fmt.Sprintf("container %q env ", c.Name)
+	what := func(name string) string { return prefix + name }
 	var low []confSource
 	for _, name := range submitargs.JVMOptionEnv {
 		value, ok := env.value(name, p, what(name), "the Spark properties its -D options set")
@@ -161,7 +164,7 @@ func readEnvRoutes(c *corev1.Container, env containerEnv, cmd submitargs.Command
 			low = append(low, opts...)
 		}
 	}
-	for _, name := range slices.Sorted(maps.Keys(submitargs.SubmitEnv)) {
+	for _, name := range submitEnvNames {
 		if value, ok := env.value(name, p, what(name), "the Spark property it sets"); ok {
 			low = append(low, confSource{what: what(name), conf: map[string]string{submitargs.SubmitEnv[name]: value}})
 		}

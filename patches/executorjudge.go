@@ -99,10 +99,10 @@ func executorOf(conf map[string]string) (*corev1.Pod, error) {
 // name from the first two dot-separated parts after the prefix.
 func hostPathVolumes(conf map[string]string) []corev1.Volume {
 	var vols []corev1.Volume
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
-		rest, ok := strings.CutPrefix(k, prefixExecutorVols+"hostPath.")
-		name, opt, ok2 := strings.Cut(rest, ".")
-		if !ok || !ok2 || opt != "mount.path" {
+	hostPath := func(k, _ string) bool { return strings.HasPrefix(k, prefixExecutorVols+"hostPath.") }
+	for _, k := range sortedWhere(conf, hostPath) {
+		name, opt, ok := strings.Cut(strings.TrimPrefix(k, prefixExecutorVols+"hostPath."), ".")
+		if !ok || opt != "mount.path" {
 			continue
 		}
 		path := conf[prefixExecutorVols+"hostPath."+name+".options.path"]

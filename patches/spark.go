@@ -3,7 +3,6 @@ package patches
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,16 +123,16 @@ func finishConf(pod *corev1.Pod, p *plan) error {
 	p.conf["spark.kubernetes.driver.master"] = "http://" + p.pol.Sidecar.Listen()
 	p.conf["spark.kubernetes.authenticate.driver.mounted.oauthTokenFile"] = TokenFile
 	addJVMNoProxy(p.conf)
-	for _, k := range slices.Sorted(maps.Keys(p.conf)) {
-		if why := sparkconf.UnsafeText(k, p.conf[k]); why != "" {
-			return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
-				"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, why)}
-		}
+	unsafe := func(k, v string) bool { return sparkconf.UnsafeText(k, v) != "" }
+	for _, k := range sortedWhere(p.conf, unsafe) {
+		return &Refused{Reason: "unsafe-spark-conf", Message: fmt.Sprintf(
+			"the effective Spark configuration sets %q %s; a Spark property is one line of spark-defaults.conf", k, sparkconf.UnsafeText(k, p.conf[k]))}
 	}
 	p.confText = sparkconf.Render(changedFrom(p.conf, p.userConf))
-	p.confDigest = sparkconf.Digest(p.confText)
 	if user, ok := pod.Annotations[vocab.AnnotationSparkConf]; ok { // projected by addVolumes
 		p.confDigest = sparkconf.Digest(deliveredConf(user, true, p.confText))
+	} else {
+		p.confDigest = sparkconf.Digest(p.confText)
 	}
 	return nil
 }

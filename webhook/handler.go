@@ -53,7 +53,9 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.write(w, review.TypeMeta, refusal)
 		return
 	}
-	resp := h.safeAdmit(review.Request)
+	patch := getBuffer()
+	defer putBuffer(patch)
+	resp := h.safeAdmit(review.Request, patch)
 	resp.UID = review.Request.UID
 	h.write(w, review.TypeMeta, resp)
 	h.metrics.duration.Observe(time.Since(start).Seconds())
@@ -108,7 +110,10 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 	if tm.Kind == "" {
 		tm.Kind = "AdmissionReview"
 	}
-	out, err := encodeReview(tm, resp)
+	buf := getBuffer()
+	defer putBuffer(buf)
+	out, err := appendReview(*buf, tm, resp)
+	*buf = out
 	if err != nil {
 		h.log.WithError(err).Error("encode response")
 		failed := errorResponse(http.StatusInternalServerError, "encode response: "+err.Error())
@@ -124,7 +129,7 @@ func (h *Handler) write(w http.ResponseWriter, tm metav1.TypeMeta, resp *admissi
 
 // safeAdmit turns a panic into an error result, so one bad pod cannot take
 // the webhook down.
-func (h *Handler) safeAdmit(req *admissionRequest) (resp *admissionv1.AdmissionResponse) {
+func (h *Handler) safeAdmit(req *admissionRequest, patch *[]byte) (resp *admissionv1.AdmissionResponse) {
 	defer func() {
 		if p := recover(); p != nil {
 			h.log.WithFields(logrus.Fields{"uid": req.UID, "panic": fmt.Sprint(p)}).Error("admission panicked")
@@ -132,12 +137,13 @@ func (h *Handler) safeAdmit(req *admissionRequest) (resp *admissionv1.AdmissionR
 			resp = errorResponse(http.StatusInternalServerError, fmt.Sprintf("sparklet webhook internal error: %v", p))
 		}
 	}()
-	return h.admit(req)
+	return h.admit(req, patch)
 }
 
 // admit decides one request. The warnings the injection gave go with
-// whatever it answers, so kubectl shows them.
-func (h *Handler) admit(req *admissionRequest) *admissionv1.AdmissionResponse {
+// whatever it answers, so kubectl shows them. A patch is encoded into
+// patch, which the caller reuses once the answer is written.
+func (h *Handler) admit(req *admissionRequest, patch *[]byte) *admissionv1.AdmissionResponse {
 	log := h.log.WithFields(logrus.Fields{"uid": req.UID, "namespace": req.Namespace, "operation": req.Operation,
 		"dryRun": req.DryRun != nil && *req.DryRun})
 	if req.Resource != podResource || req.SubResource != "" || req.Operation != admissionv1.Create {
@@ -193,7 +199,8 @@ func (h *Handler) admit(req *admissionRequest) *admissionv1.AdmissionResponse {
 		log.Info("skipped: already injected")
 		return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Warnings: res.Warnings}
 	}
-	patch, err := podpatch.Encode(ops)
+	encoded, err := podpatch.AppendEncode(*patch, ops)
+	*patch = encoded
 	if err != nil {
 		h.metrics.admissions.WithLabelValues("error", reasonEncodePatch).Inc()
 		return errorResponse(http.StatusInternalServerError, "encode patch: "+err.Error())
@@ -201,10 +208,10 @@ func (h *Handler) admit(req *admissionRequest) *admissionv1.AdmissionResponse {
 	h.metrics.admissions.WithLabelValues("injected", reasonNone).Inc()
 	log.WithField("ops", len(ops)).Info("injected")
 	if log.Logger.IsLevelEnabled(logrus.DebugLevel) {
-		log.WithField("patch", string(patch)).Debug("response")
+		log.WithField("patch", string(encoded)).Debug("response")
 	}
 	pt := admissionv1.PatchTypeJSONPatch
-	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: patch, PatchType: &pt, Warnings: res.Warnings}
+	return &admissionv1.AdmissionResponse{UID: req.UID, Allowed: true, Patch: encoded, PatchType: &pt, Warnings: res.Warnings}
 }
 
 func errorResponse(code int32, msg string) *admissionv1.AdmissionResponse {

@@ -3,18 +3,20 @@ package webhook
 import (
 	"encoding/base64"
 	"encoding/json"
+	"slices"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// encodeReview encodes resp in an AdmissionReview. An answer that is
-// allowed, with or without a patch, is written directly, which saves
-// reflecting over the types and copying the patch once more; any other
-// goes through json.Marshal. Both write the same JSON.
-func encodeReview(tm metav1.TypeMeta, resp *admissionv1.AdmissionResponse) ([]byte, error) {
+// appendReview appends resp, encoded in an AdmissionReview, to b. An
+// answer that is allowed, with or without a patch, is written directly,
+// which saves reflecting over the types and copying the patch once more;
+// any other goes through json.Marshal. Both write the same JSON.
+func appendReview(b []byte, tm metav1.TypeMeta, resp *admissionv1.AdmissionResponse) ([]byte, error) {
 	if !resp.Allowed || resp.Result != nil || len(resp.AuditAnnotations) > 0 || len(resp.Warnings) > 0 {
-		return json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: resp})
+		data, err := json.Marshal(admissionv1.AdmissionReview{TypeMeta: tm, Response: resp})
+		return append(b, data...), err
 	}
 	kind, err := json.Marshal(tm.Kind)
 	if err != nil {
@@ -28,7 +30,7 @@ func encodeReview(tm metav1.TypeMeta, resp *admissionv1.AdmissionResponse) ([]by
 	if err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 128+len(kind)+len(apiVersion)+len(uid)+base64.StdEncoding.EncodedLen(len(resp.Patch)))
+	b = slices.Grow(b, 128+len(kind)+len(apiVersion)+len(uid)+base64.StdEncoding.EncodedLen(len(resp.Patch)))
 	b = append(b, `{"kind":`...)
 	b = append(b, kind...)
 	b = append(b, `,"apiVersion":`...)

@@ -20,7 +20,7 @@ func TestEncodeReviewMatchesJSON(t *testing.T) {
 		{UID: "u-3", Allowed: false, Result: &metav1.Status{Code: 403, Message: "no"}},
 		{UID: "u-4", Allowed: true, Warnings: []string{"w"}},
 	} {
-		got, err := encodeReview(tm, resp)
+		got, err := appendReview(nil, tm, resp)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package podpatch
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"unicode/utf8"
 
 	"gomodules.xyz/jsonpatch/v2"
@@ -11,6 +12,12 @@ import (
 // Encode writes ops as a JSON patch, as json.Marshal does, without
 // re-encoding the values Mutate already holds encoded.
 func Encode(ops []jsonpatch.Operation) ([]byte, error) {
+	return AppendEncode(nil, ops)
+}
+
+// AppendEncode is Encode appending to b, which it grows once to about the
+// patch's size.
+func AppendEncode(b []byte, ops []jsonpatch.Operation) ([]byte, error) {
 	size := 2
 	for _, op := range ops {
 		size += len(op.Path) + 48
@@ -18,7 +25,7 @@ func Encode(ops []jsonpatch.Operation) ([]byte, error) {
 			size += len(v)
 		}
 	}
-	b := make([]byte, 0, size)
+	b = slices.Grow(b, size)
 	b = append(b, '[')
 	for i, op := range ops {
 		if i > 0 {

@@ -2,7 +2,6 @@ package sparkconf
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -45,7 +44,12 @@ func Render(conf map[string]string) string {
 		size += len(k) + len(v) + 2
 	}
 	b.Grow(size)
-	for _, k := range slices.Sorted(maps.Keys(conf)) {
+	keys := make([]string, 0, len(conf))
+	for k := range conf {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
 		writeProperty(&b, k, conf[k])
 	}
 	return b.String()

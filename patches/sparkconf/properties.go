@@ -2,6 +2,7 @@ package sparkconf
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf16"
 )
@@ -38,6 +39,7 @@ func loadProperties(text string) ([]property, error) {
 	var out []property
 	rs := []rune(text)
 	line := 1
+	var buf []rune // the logical line, reused: splitProperty copies out of it
 	for i := 0; i < len(rs); {
 		// Skip blanks and blank lines before a logical line.
 		for i < len(rs) && (isBlank(rs[i]) || rs[i] == '\n' || rs[i] == '\r') {
@@ -56,7 +58,7 @@ func loadProperties(text string) ([]property, error) {
 			}
 			continue
 		}
-		var buf []rune
+		buf = buf[:0]
 		backslash := false
 		for i < len(rs) {
 			c := rs[i]
@@ -146,6 +148,11 @@ func splitProperty(l []rune) (property, error) {
 // unescape decodes escapes as loadConvert does, in UTF-16 code units as
 // Java's chars are.
 func unescape(s []rune) (string, error) {
+	if !slices.Contains(s, '\\') {
+		// Runes from a Go string hold no surrogate halves, so the trip
+		// through UTF-16 below would give s back.
+		return string(s), nil
+	}
 	var units []uint16
 	for i := 0; i < len(s); i++ {
 		c := s[i]
