@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -36,11 +35,7 @@ func sparkPiCronJob(ctx context.Context, t *testing.T, ns string) {
 	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/"+run, "--timeout=4m")
 	t.Logf("SparkPi CronJob run on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
 
-	pods, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + run})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("the run's pods: %v, %v; want one", pods, err)
-	}
-	p := pods.Items[0]
+	p := jobPod(ctx, t, ns, run)
 	if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName != node.Name {
 		t.Errorf("the run's pod %s: %s on %q, want Succeeded on the real node", p.Name, p.Status.Phase, p.Spec.NodeName)
 	}
