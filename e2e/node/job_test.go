@@ -15,6 +15,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/test/fixtures"
+	"github.com/sparklet/sparklet/test/node"
 	"github.com/sparklet/sparklet/test/sparklog"
 	"github.com/sparklet/sparklet/vocab"
 )
@@ -22,9 +23,8 @@ import (
 // sparkPiJob applies examples/spark-pi-job.yaml with the image of Spark
 // 4.3.0: the Job controller creates the driver pod from a template with
 // only generateName, the real kubelet starts the native sidecar before the
-// JVM and ends it after, so the pod and the Job complete. The pod's two
-// executors are owned by it alone, and nothing of the application is
-// left. The executors ask for a tenth of a core: the node has two.
+// JVM and ends it after, so the pod and the Job complete (jobRun.check).
+// The executors ask for a tenth of a core: the node has two.
 func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -36,50 +36,22 @@ func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
 	manifest = strings.Replace(manifest, "spark.executor.instances 2\n", "spark.executor.instances 2\n          "+strings.TrimSpace(smallExecutors)+"\n", 1)
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(manifest))
-	t.Cleanup(func() {
-		_ = cp.Client().BatchV1().Jobs(ns).Delete(context.Background(), job, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
-	})
-	pod := jobPod(ctx, t, ns, job)
-	appID := pod.Labels[vocab.LabelAppID]
-	if appID == "" {
-		t.Fatalf("the Job's pod %s has no %s label: not injected", pod.Name, vocab.LabelAppID)
-	}
-	if pod.GenerateName == "" {
-		t.Errorf("the Job's pod %s has no generateName", pod.Name)
-	}
-	execs := executors.Track(t, cp.Client(), ns, vocab.LabelAppID+"="+appID)
-	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/"+job, "--timeout=4m")
-	t.Logf("SparkPi Job on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
-	p, err := cp.Client().CoreV1().Pods(ns).Get(ctx, pod.Name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Status.Phase != corev1.PodSucceeded {
-		t.Errorf("the Job's pod %s is %s, want Succeeded", p.Name, p.Status.Phase)
-	}
-	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name == patches.SidecarName && (s.State.Terminated == nil || s.RestartCount != 0) {
-			t.Errorf("sidecar of the completed Job's pod: %+v, want terminated once the driver ended, never restarted", s.State)
-		}
-	}
-	logs := podLogs(ctx, t, ns, p.Name, "spark")
-	if pi, ok := sparklog.Pi(logs); !ok || math.Abs(pi-math.Pi) > 0.01 {
-		t.Errorf("driver log has no result within 0.01 of π (found %v: %v):\n%s", ok, pi, tail(logs, 40))
-	}
-	own := execs.Pods()
-	for _, e := range own {
-		if len(e.OwnerReferences) != 1 || e.OwnerReferences[0].UID != p.UID {
-			t.Errorf("executor %s is owned by %+v, want the driver pod %s alone", e.Name, e.OwnerReferences, p.Name)
-		}
-	}
-	if len(own) != 2 {
-		t.Errorf("%d executor pods of %s, want 2", len(own), appID)
-	}
-	executors.WaitClean(t, cp.Client(), ns, appID, time.Minute)
+	t.Cleanup(func() { deleteJob(ns, job) })
+	followJob(ctx, t, ns, job).check(ctx, t)
+	t.Logf("SparkPi Job on the real node: kubectl apply to complete and clean in %s", time.Since(start).Round(100*time.Millisecond))
 }
 
-// jobPod waits for the Job's one pod and returns it.
-func jobPod(ctx context.Context, t *testing.T, ns, job string) *corev1.Pod {
+// jobRun is a Job's one driver pod, its executors followed.
+type jobRun struct {
+	job   string
+	pod   *corev1.Pod
+	appID string
+	execs *executors.Tracker
+}
+
+// followJob waits for the Job's one pod, checks that it was injected with
+// only generateName to go by, and follows its executors.
+func followJob(ctx context.Context, t *testing.T, ns, job string) *jobRun {
 	t.Helper()
 	var pods []corev1.Pod
 	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -93,5 +65,54 @@ func jobPod(ctx context.Context, t *testing.T, ns, job string) *corev1.Pod {
 	if err != nil || len(pods) != 1 {
 		t.Fatalf("the Job %s's pods: %d, %v; want one", job, len(pods), err)
 	}
-	return &pods[0]
+	p := &pods[0]
+	appID := p.Labels[vocab.LabelAppID]
+	if appID == "" {
+		t.Fatalf("the Job %s's pod %s has no %s label: not injected", job, p.Name, vocab.LabelAppID)
+	}
+	if p.GenerateName == "" {
+		t.Errorf("the Job %s's pod %s has no generateName", job, p.Name)
+	}
+	return &jobRun{job: job, pod: p, appID: appID, execs: executors.Track(t, cp.Client(), ns, vocab.LabelAppID+"="+appID)}
+}
+
+// check waits for the Job to complete and checks its run: the pod
+// Succeeded on the real node with SparkPi's result within 0.01 of π, its
+// sidecar ended once and never restarted, its two executors owned by it
+// alone, and nothing of the application left.
+func (r *jobRun) check(ctx context.Context, t *testing.T) {
+	t.Helper()
+	ns := r.pod.Namespace
+	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/"+r.job, "--timeout=4m")
+	p, err := cp.Client().CoreV1().Pods(ns).Get(ctx, r.pod.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName != node.Name {
+		t.Errorf("the Job %s's pod %s: %s on %q, want Succeeded on the real node", r.job, p.Name, p.Status.Phase, p.Spec.NodeName)
+	}
+	for _, s := range p.Status.InitContainerStatuses {
+		if s.Name == patches.SidecarName && (s.State.Terminated == nil || s.RestartCount != 0) {
+			t.Errorf("sidecar of the Job %s's completed pod: %+v, want terminated once the driver ended, never restarted", r.job, s.State)
+		}
+	}
+	logs := podLogs(ctx, t, ns, p.Name, "spark")
+	if pi, ok := sparklog.Pi(logs); !ok || math.Abs(pi-math.Pi) > 0.01 {
+		t.Errorf("the Job %s's driver log has no result within 0.01 of π (found %v: %v):\n%s", r.job, ok, pi, tail(logs, 40))
+	}
+	own := r.execs.Pods()
+	for _, e := range own {
+		if len(e.OwnerReferences) != 1 || e.OwnerReferences[0].UID != p.UID {
+			t.Errorf("executor %s is owned by %+v, want the driver pod %s alone", e.Name, e.OwnerReferences, p.Name)
+		}
+	}
+	if len(own) != 2 {
+		t.Errorf("the Job %s: %d executor pods of %s, want 2", r.job, len(own), r.appID)
+	}
+	executors.WaitClean(t, cp.Client(), ns, r.appID, time.Minute)
+}
+
+// deleteJob deletes the Job and its pods, for a cleanup.
+func deleteJob(ns, job string) {
+	_ = cp.Client().BatchV1().Jobs(ns).Delete(context.Background(), job, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)})
 }

@@ -53,6 +53,7 @@ func TestSparkPiJob(t *testing.T) {
 // overlap, are two applications with ids of their own, and each one's
 // executors are its own.
 func TestSparkPiCronJob(t *testing.T) {
+	e2egate.ProvenOnNode(t, "TestHelmInstall/Workloads/CronJob")
 	t.Parallel()
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {
