@@ -54,7 +54,7 @@ func TestSparkPi(t *testing.T) {
 				t.Errorf("%d executor pods, want exactly 2", len(pods))
 			}
 			for _, p := range pods {
-				if p.Labels["platform.example.com/workload"] != "spark" {
+				if p.Labels[enforcedLabel] != enforcedLabelValue {
 					t.Errorf("executor %s lacks the policy's enforced label: %v", p.Name, p.Labels)
 				}
 				if p.Labels[vocab.LabelAppID] != appID {
