@@ -5,13 +5,15 @@ import (
 	"testing"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/test/fixtures"
 )
 
 // sparkPiCronJob applies examples/spark-pi-cronjob.yaml with the image of
-// Spark 4.0.5 and runs it now twice, as its comment tells users to,
+// Spark 4.0.5 (sized for the node, nodeSized) and runs it now twice, as its comment tells users to,
 // `kubectl create job --from=cronjob/...`: the two runs overlap, and each is
 // an application of its own, with its own id and executors, checked as a
 // Job's run is (jobRun.check). The CronJob is suspended, so that its
@@ -19,7 +21,16 @@ import (
 func sparkPiCronJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	manifest, cronJob := fixtures.Suspended(t, fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"))
+	suspended, cronJob := fixtures.Suspended(t, fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"))
+	var example batchv1.CronJob
+	if err := yaml.UnmarshalStrict(suspended, &example); err != nil {
+		t.Fatal(err)
+	}
+	nodeSized(&example.Spec.JobTemplate.Spec.Template)
+	manifest, err := yaml.Marshal(&example)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(string(manifest)))
 	t.Cleanup(func() {

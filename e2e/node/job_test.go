@@ -3,14 +3,15 @@ package node
 import (
 	"context"
 	"math"
-	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/executors"
@@ -21,24 +22,40 @@ import (
 )
 
 // sparkPiJob applies examples/spark-pi-job.yaml with the image of Spark
-// 4.3.0: the Job controller creates the driver pod from a template with
-// only generateName, the real kubelet starts the native sidecar before the
-// JVM and ends it after, so the pod and the Job complete (jobRun.check).
-// The executors ask for a tenth of a core: the node has two.
+// 4.3.0 (sized for the node, nodeSized): the Job controller creates the
+// driver pod from a template with only generateName, the real kubelet
+// starts the native sidecar before the JVM and ends it after, so the pod
+// and the Job complete (jobRun.check).
 func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	const job = "spark-pi-job"
-	manifest := string(fixtures.ExampleFor(t, "../../examples/spark-pi-job.yaml", "4.3.0", "2.13"))
-	if !strings.Contains(manifest, "spark.executor.instances 2\n") {
-		t.Fatalf("examples/spark-pi-job.yaml no longer asks for two executors:\n%s", manifest)
+	var example batchv1.Job
+	if err := yaml.UnmarshalStrict(fixtures.ExampleFor(t, "../../examples/spark-pi-job.yaml", "4.3.0", "2.13"), &example); err != nil {
+		t.Fatal(err)
 	}
-	manifest = strings.Replace(manifest, "spark.executor.instances 2\n", "spark.executor.instances 2\n          "+strings.TrimSpace(smallExecutors)+"\n", 1)
+	nodeSized(&example.Spec.Template)
+	manifest, err := yaml.Marshal(&example)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
-	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(manifest))
+	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(string(manifest)))
 	t.Cleanup(func() { deleteJob(ns, job) })
 	followJob(ctx, t, ns, job).check(ctx, t)
 	t.Logf("SparkPi Job on the real node: kubectl apply to complete and clean in %s", time.Since(start).Round(100*time.Millisecond))
+}
+
+// nodeSized gives an example's driver the requests of the node's other
+// drivers (sparkPiTemplate) and its executors a tenth of a core: the node
+// has two cores, and a container without requests gets the least CPU
+// share there, behind its own executors.
+func nodeSized(tmpl *corev1.PodTemplateSpec) {
+	tmpl.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+	}
+	tmpl.Annotations[vocab.AnnotationSparkConf] += smallExecutors
 }
 
 // jobRun is a Job's one driver pod, its executors followed.
