@@ -2,50 +2,53 @@ package node
 
 import (
 	"context"
-	"strings"
 	"testing"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 
 	"github.com/sparklet/sparklet/test/fixtures"
-	"github.com/sparklet/sparklet/test/node"
-	"github.com/sparklet/sparklet/vocab"
 )
 
 // sparkPiCronJob applies examples/spark-pi-cronjob.yaml with the image of
-// Spark 4.0.5 and runs it now as its comment tells users to, `kubectl
-// create job --from=cronjob/...`; the run's Job completes, its pod's log
-// has the result and no executor is left. The CronJob is suspended, so
-// that its schedule cannot add a run of its own meanwhile.
+// Spark 4.0.5 (sized for the node, nodeSized) and runs it now twice, as its comment tells users to,
+// `kubectl create job --from=cronjob/...`: the two runs overlap, and each is
+// an application of its own, with its own id and executors, checked as a
+// Job's run is (jobRun.check). The CronJob is suspended, so that its
+// schedule cannot add a run of its own meanwhile.
 func sparkPiCronJob(ctx context.Context, t *testing.T, ns string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	manifest, cronJob := fixtures.Suspended(t, fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"))
-	const run = "spark-pi-now"
+	suspended, cronJob := fixtures.Suspended(t, fixtures.ExampleFor(t, "../../examples/spark-pi-cronjob.yaml", "4.0.5", "2.13"))
+	var example batchv1.CronJob
+	if err := yaml.UnmarshalStrict(suspended, &example); err != nil {
+		t.Fatal(err)
+	}
+	nodeSized(&example.Spec.JobTemplate.Spec.Template)
+	manifest, err := yaml.Marshal(&example)
+	if err != nil {
+		t.Fatal(err)
+	}
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(string(manifest)))
 	t.Cleanup(func() {
 		_ = cp.Client().BatchV1().CronJobs(ns).Delete(context.Background(), cronJob, metav1.DeleteOptions{})
-		_ = cp.Client().BatchV1().Jobs(ns).Delete(context.Background(), run, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 	})
-	kubectl(ctx, t, "-n", ns, "create", "job", run, "--from=cronjob/"+cronJob)
-	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/"+run, "--timeout=4m")
-	t.Logf("SparkPi CronJob run on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
-
-	pods, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + run})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("the run's pods: %v, %v; want one", pods, err)
+	var runs []*jobRun
+	for _, run := range []string{"spark-pi-now-1", "spark-pi-now-2"} {
+		kubectl(ctx, t, "-n", ns, "create", "job", run, "--from=cronjob/"+cronJob)
+		t.Cleanup(func() { deleteJob(ns, run) })
 	}
-	p := pods.Items[0]
-	if p.Status.Phase != corev1.PodSucceeded || p.Spec.NodeName != node.Name {
-		t.Errorf("the run's pod %s: %s on %q, want Succeeded on the real node", p.Name, p.Status.Phase, p.Spec.NodeName)
+	for _, run := range []string{"spark-pi-now-1", "spark-pi-now-2"} {
+		runs = append(runs, followJob(ctx, t, ns, run))
 	}
-	if logs := podLogs(ctx, t, ns, p.Name, "spark"); !strings.Contains(logs, "Pi is roughly 3.1") {
-		t.Errorf("driver log has no result:\n%s", tail(logs, 40))
+	if runs[0].appID == runs[1].appID {
+		t.Errorf("runs %s and %s share the application id %s", runs[0].job, runs[1].job, runs[0].appID)
 	}
-	waitExecutorsGone(ctx, t, ns, p.Labels[vocab.LabelAppID])
+	for _, r := range runs {
+		r.check(ctx, t)
+	}
+	t.Logf("two SparkPi CronJob runs on the real node: kubectl apply to both complete and clean in %s", time.Since(start).Round(100*time.Millisecond))
 }

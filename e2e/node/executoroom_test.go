@@ -246,26 +246,15 @@ func oomEnding(ctx context.Context, t *testing.T, r *sleepyRun, done, kept *core
 	if done.Status.Phase != corev1.PodFailed {
 		t.Fatalf("driver pod %s, want Failed\n%s", done.Status.Phase, r.logTails())
 	}
-	class := vocab.EndExecutorsOOMKilled
 	want := "lost to OOM"
 	if kept != nil {
 		want = kept.Name + " OOMKilled"
 	}
-	ev := podEvent(ctx, t, r.ns, r.name, class)
-	if ev.Type != corev1.EventTypeWarning || !strings.Contains(ev.Message, want) {
-		t.Errorf("Event %s: %s %q, want a Warning naming %q", class, ev.Type, ev.Message, want)
-	}
-	if ann := done.Annotations[vocab.AnnotationEnded]; ann != class+": "+ev.Message {
-		t.Errorf("%s = %q, want %q", vocab.AnnotationEnded, ann, class+": "+ev.Message)
-	}
-	i := slices.IndexFunc(done.Status.Conditions, func(c corev1.PodCondition) bool { return string(c.Type) == vocab.ConditionPrefix+class })
-	if i < 0 || done.Status.Conditions[i].Status != corev1.ConditionTrue || done.Status.Conditions[i].Message != ev.Message {
-		t.Errorf("conditions %+v, want %s True saying %q", done.Status.Conditions, vocab.ConditionPrefix+class, ev.Message)
-	}
+	msg := checkEnded(ctx, t, done, vocab.EndExecutorsOOMKilled, want)
 	if failed := podEvent(ctx, t, r.ns, r.name, "ExecutorsFailed"); !strings.Contains(failed.Message, "OOMKilled") {
 		t.Errorf("ExecutorsFailed: %q, want the executor counted as OOMKilled", failed.Message)
 	}
-	t.Logf("ended %s: %s", class, ev.Message)
+	t.Logf("ended %s: %s", vocab.EndExecutorsOOMKilled, msg)
 }
 
 // podEvent waits for an Event with reason on the pod and returns the

@@ -12,14 +12,16 @@ import (
 
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/sleepyjob"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // eachVersion runs f as a subtest of t for the newest pinned Spark line,
 // nine minutes each: on CI's two cores, beside the pod runner's suite,
 // executors took two and a half minutes to register. The pod runner's
-// suite (e2e/realspark) runs the same job on 3.5.9 too; on the node each
-// version costs about five minutes of CI, so the list holds only the
-// newest.
+// suite (e2e/realspark) runs the same job on 3.5.9 too, and skips its own
+// run of the version here (its nodeSparkVersion, which must match); on the
+// node each version costs about five minutes of CI, so the list holds only
+// the newest.
 func eachVersion(ctx context.Context, t *testing.T, f func(ctx context.Context, t *testing.T, version string)) {
 	for _, v := range []string{"4.3.0"} {
 		t.Run(v, func(t *testing.T) {
@@ -33,7 +35,7 @@ func eachVersion(ctx context.Context, t *testing.T, f func(ctx context.Context, 
 // driverKilled kills the driver JVM with SIGKILL mid-job, as the kernel's
 // OOM killer would, so Spark's own stop() never runs: the kubelet reports
 // the Spark container ended, the sidecar deletes the executors, and the
-// pod fails with the JVM's exit status.
+// pod fails with the JVM's exit status, ending as DriverKilled by SIGKILL.
 func driverKilled(ctx context.Context, t *testing.T, ns string) {
 	eachVersion(ctx, t, func(ctx context.Context, t *testing.T, v string) {
 		r := sleepyJob{name: "driver-killed-" + dashed(v), version: v, Job: sleepyjob.Job{Tasks: 40, SleepMS: 1000, Conf: sleepyjob.FixedConf + smallExecutors}}.start(ctx, t, ns)
@@ -58,6 +60,7 @@ func driverKilled(ctx context.Context, t *testing.T, ns string) {
 		if s := initContainerState(done, patches.SidecarName); s.Terminated == nil {
 			t.Errorf("sidecar of the ended driver: %+v, want terminated", s)
 		}
+		checkEnded(ctx, t, done, vocab.EndDriverKilled, "exit code 137 (SIGKILL)")
 		alive, _, seen, _ := r.execs.Counts()
 		if seen != 2 || alive != 0 {
 			t.Errorf("%d executor pods, %d alive at the end; want 2, none alive", seen, alive)

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/executors"
+	"github.com/sparklet/sparklet/test/sparklog"
+	"github.com/sparklet/sparklet/vocab"
 )
 
 // TestHelmInstall installs the chart as docs/install.md tells a platform
@@ -80,8 +87,9 @@ spec:
 		t.Fatalf("driver pod's init containers %q: sparklet's sidecar not injected through the chart's webhook", out)
 	}
 
-	for _, v := range []struct{ spark, scala string }{{"4.3.0", "2.13"}, {"4.0.5", "2.13"}, {"3.5.9", "2.12"}} {
-		t.Run("SparkPi-"+v.spark, func(t *testing.T) { sparkPi(ctx, t, jobs, v.spark, v.scala) })
+	// Each pinned version: e2e/realspark's TestSparkPi leaves them to it.
+	for _, d := range pinned(t) {
+		t.Run("SparkPi-"+d.Version, func(t *testing.T) { sparkPi(ctx, t, jobs, d.Version, d.Scala) })
 	}
 	t.Run("Job", func(t *testing.T) { sparkPiJob(ctx, t, jobs) })
 	t.Run("DynamicAllocation", func(t *testing.T) { dynamicAllocation(ctx, t, jobs) })
@@ -173,9 +181,11 @@ func command(ctx context.Context, t testing.TB, bin string, args []string, opts 
 }
 
 // sparkPi runs stock SparkPi from the apache/spark image of version as a
-// plain driver pod in the opted-in namespace ns, and checks its result,
-// its log through the kubelet, and that its executors are gone. The
-// requests are small: the node has two cores.
+// plain driver pod in the opted-in namespace ns: the driver asks the
+// sidecar for two executors, which register and compute, and when the
+// driver ends the sidecar ends and the application leaves nothing. It
+// checks the result through the kubelet's log. The requests are small:
+// the node has two cores.
 func sparkPi(ctx context.Context, t *testing.T, ns, version, scala string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
@@ -183,24 +193,38 @@ func sparkPi(ctx context.Context, t *testing.T, ns, version, scala string) {
 	pod := "apiVersion: v1\nkind: Pod\n" + strings.Replace(sparkPiTemplate(version, scala, 2), "metadata:\n", "metadata:\n  name: "+name+"\n", 1)
 	start := time.Now()
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(pod))
+	appID := driverAppID(ctx, t, ns, name)
+	execs := executors.Track(t, cp.Client(), ns, vocab.LabelAppID+"="+appID)
 	done := waitPodPhase(ctx, t, ns, name, corev1.PodSucceeded)
 	t.Logf("SparkPi %s on the real node: kubectl apply to Succeeded in %s", version, time.Since(start).Round(100*time.Millisecond))
 	if done.Spec.NodeName != "sparklet-node" {
 		t.Errorf("driver ran on %q, want the real node", done.Spec.NodeName)
 	}
 	logs := podLogs(ctx, t, ns, name, "spark")
-	if !strings.Contains(logs, "Pi is roughly 3.1") {
-		t.Errorf("driver log has no result:\n%s", tail(logs, 40))
+	if pi, ok := sparklog.Pi(logs); !ok || math.Abs(pi-math.Pi) > 0.01 {
+		t.Errorf("driver log has no result within 0.01 of π (found %v: %v):\n%s", ok, pi, tail(logs, 40))
 	}
-	left, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "spark-role=executor"})
+	if n := strings.Count(logs, "Registered executor"); n < 2 {
+		t.Errorf("%d executors registered with the driver, want 2\n%s", n, tail(logs, 40))
+	}
+	if _, _, seen, _ := execs.Counts(); seen != 2 {
+		t.Errorf("%d executor pods of %s, want exactly 2", seen, appID)
+	}
+	if s := initContainerState(done, patches.SidecarName); s.Terminated == nil {
+		t.Errorf("sidecar still %+v after the pod completed", s)
+	}
+	executors.WaitClean(t, cp.Client(), ns, appID, time.Minute)
+}
+
+// pinned is the Spark versions the tests run (hack/spark/versions): the
+// node has an apache/spark image of each.
+func pinned(t *testing.T) []spark.Dist {
+	t.Helper()
+	dists, err := spark.Pinned()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range left.Items {
-		if p.DeletionTimestamp == nil {
-			t.Errorf("executor %s left after the driver ended", p.Name)
-		}
-	}
+	return dists
 }
 
 func tail(s string, n int) string {
@@ -209,32 +233,6 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// sparkPiJob runs SparkPi 4.3.0 as a Job: the real kubelet starts the
-// native sidecar before the JVM and ends it after, so the Job completes.
-func sparkPiJob(ctx context.Context, t *testing.T, ns string) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-	defer cancel()
-	job := "apiVersion: batch/v1\nkind: Job\nmetadata: {name: spark-pi-job}\nspec:\n  backoffLimit: 0\n  template:\n" +
-		indent(sparkPiTemplate("4.3.0", "2.13", 1), "    ")
-	start := time.Now()
-	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(job))
-	kubectl(ctx, t, "-n", ns, "wait", "--for=condition=Complete", "job/spark-pi-job", "--timeout=4m")
-	t.Logf("SparkPi Job on the real node: kubectl apply to Complete in %s", time.Since(start).Round(100*time.Millisecond))
-	pods, err := cp.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "job-name=spark-pi-job"})
-	if err != nil || len(pods.Items) != 1 {
-		t.Fatalf("the Job's pods: %v, %v", pods, err)
-	}
-	p := pods.Items[0]
-	for _, s := range p.Status.InitContainerStatuses {
-		if s.Name == "sparklet-sidecar" && (s.State.Terminated == nil || s.RestartCount != 0) {
-			t.Errorf("sidecar of the completed Job's pod: %+v, want terminated once the driver ended, never restarted", s.State)
-		}
-	}
-	if logs := podLogs(ctx, t, ns, p.Name, "spark"); !strings.Contains(logs, "Pi is roughly 3.1") {
-		t.Errorf("driver log has no result:\n%s", tail(logs, 40))
-	}
 }
 
 // restrictedDriver puts ns at Pod Security restricted (as it was after)
@@ -288,15 +286,4 @@ spec:
       requests: {cpu: 200m, memory: 1Gi}
       limits: {memory: 1Gi}
 `, executors, version, scala, version)
-}
-
-// indent prefixes every line of s.
-func indent(s, prefix string) string {
-	lines := strings.SplitAfter(s, "\n")
-	for i, l := range lines {
-		if l != "" {
-			lines[i] = prefix + l
-		}
-	}
-	return strings.Join(lines, "")
 }

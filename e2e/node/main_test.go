@@ -10,6 +10,7 @@ import (
 
 	"github.com/sparklet/sparklet/hack/nodeimages"
 	"github.com/sparklet/sparklet/test/cluster"
+	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/test/metricsserver"
 	"github.com/sparklet/sparklet/test/node"
 )
@@ -22,7 +23,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	if os.Getenv("SPARKLET_E2E") != "1" {
+	if !e2egate.NodeRuns() {
 		fmt.Println("e2e/node: skipped; set SPARKLET_E2E=1 and SPARKLET_BIN_DIR (make test does)")
 		return
 	}

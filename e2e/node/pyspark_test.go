@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/test/fileserver"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/test/node"
@@ -53,7 +54,7 @@ func pySpark(ctx context.Context, t *testing.T, files *fileserver.Server, ns, ve
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(manifest))
 	t.Cleanup(func() { _ = cp.Client().CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) })
 	appID := driverAppID(ctx, t, ns, name)
-	executors := followExecutors(ctx, ns, appID)
+	followed := followExecutors(ctx, ns, appID)
 	done := waitPodPhase(ctx, t, ns, name, corev1.PodSucceeded)
 	t.Logf("PySpark %s on the real node: kubectl apply to Succeeded in %s", version, time.Since(start).Round(100*time.Millisecond))
 	if done.Spec.NodeName != node.Name {
@@ -66,8 +67,9 @@ func pySpark(ctx context.Context, t *testing.T, files *fileserver.Server, ns, ve
 			t.Errorf("the driver did not print %q\n%s", line, tail(driverLog, 40))
 		}
 	}
-	waitExecutorsGone(ctx, t, ns, appID)
-	logs := executors.done(t)
+	// Nothing of the application left: executor pods, ConfigMaps, PVCs.
+	executors.WaitClean(t, cp.Client(), ns, appID, time.Minute)
+	logs := followed.done(t)
 	var pods []string
 	for _, l := range logs {
 		pods = append(pods, l.pod)

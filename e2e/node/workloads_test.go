@@ -33,8 +33,9 @@ func workloads(ctx context.Context, t *testing.T, release, releaseNS string) {
 	t.Cleanup(files.Close)
 	upgradePolicy(ctx, t, release, releaseNS, ns, files.Prefix())
 
-	for _, v := range []string{"3.5.9", "4.0.5", "4.3.0"} {
-		t.Run("PySpark-"+v, func(t *testing.T) { pySpark(ctx, t, files, ns, v) })
+	// Each pinned version: e2e/realspark's TestPySpark leaves them to it.
+	for _, d := range pinned(t) {
+		t.Run("PySpark-"+d.Version, func(t *testing.T) { pySpark(ctx, t, files, ns, d.Version) })
 	}
 	t.Run("CronJob", func(t *testing.T) { sparkPiCronJob(ctx, t, ns) })
 	t.Run("SparkUI", func(t *testing.T) { sparkUI(ctx, t, files, ns) })

@@ -13,4 +13,12 @@
 // that restart the API server, install a scheduler, or bound a time
 // (executors gone within 5 s of a JVM's kill) stay sequential.
 // make test runs four of them at a time (go test -parallel 4).
+//
+// Each claim is proven once per run, on the real node when this machine
+// runs one. A test or subtest whose claim an e2e/node subtest proves skips
+// when e2e/node runs here (test/e2egate.ProvenOnNode, on e2e/node's own
+// check), naming that subtest: TestSparkPi, TestPySpark, TestSparkPiJob and
+// TestSparkPiCronJob, and the nodeSparkVersion subtests of TestDriverKilled, TestSidecarKilled,
+// TestAPIServerRestart and TestDynamicAllocation. SPARKLET_POD_RUNNER_ALL=1
+// runs them here too.
 package realspark

@@ -20,6 +20,7 @@ func TestDynamicAllocation(t *testing.T) {
 	t.Parallel() // waits on Spark's timers; see doc.go
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
+			provenOnNodeAt(t, d, "TestHelmInstall/DynamicAllocation")
 			job := sleepy{tasks: 12, sleepMS: 1000, idle: 20, conf: sleepyjob.DynamicConf(3)}
 			start := time.Now()
 			ns, execs, appID := job.run(t, d)

@@ -23,6 +23,7 @@ import (
 func TestDriverKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
+			provenOnNodeAt(t, d, "TestHelmInstall/KillDriverJVM")
 			job := sleepy{tasks: 40, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)
@@ -48,6 +49,7 @@ func TestDriverKilled(t *testing.T) {
 func TestSidecarKilled(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
+			provenOnNodeAt(t, d, "TestHelmInstall/KillSidecar")
 			job := sleepy{tasks: 20, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitFor(t, ns, "an executor pod created", 3*time.Minute, func() bool {
@@ -96,6 +98,7 @@ func TestSidecarKilled(t *testing.T) {
 func TestAPIServerRestart(t *testing.T) {
 	for _, d := range failureDists(t) {
 		t.Run(d.Version, func(t *testing.T) {
+			provenOnNodeAt(t, d, "TestHelmInstall/RestartAPIServer")
 			job := sleepy{tasks: 30, sleepMS: 1000, conf: sleepyjob.FixedConf}
 			ns, execs, appID := job.run(t, d)
 			waitTasks(t, ns, 2)

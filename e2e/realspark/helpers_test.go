@@ -3,8 +3,6 @@ package realspark
 import (
 	"context"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/test/fixtures"
+	"github.com/sparklet/sparklet/test/sparklog"
 )
 
 // namespace creates an opted-in namespace of the test's own, with the
@@ -128,18 +127,12 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-var piLine = regexp.MustCompile(`Pi is roughly ([0-9.]+)`)
-
 // piValue parses the value SparkPi printed.
 func piValue(t *testing.T, logText string) float64 {
 	t.Helper()
-	m := piLine.FindStringSubmatch(logText)
-	if m == nil {
+	v, ok := sparklog.Pi(logText)
+	if !ok {
 		t.Fatalf("no %q line in the driver's log", "Pi is roughly")
-	}
-	v, err := strconv.ParseFloat(m[1], 64)
-	if err != nil {
-		t.Fatal(err)
 	}
 	return v
 }

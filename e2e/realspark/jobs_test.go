@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/sparklet/sparklet/hack/spark"
+	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/test/executors"
 	"github.com/sparklet/sparklet/test/fixtures"
 	"github.com/sparklet/sparklet/vocab"
@@ -31,6 +32,7 @@ func oldestAndNewest() []spark.Dist {
 // creates the driver pod from a template with only generateName, the pod
 // completes when the driver exits, and so does the Job.
 func TestSparkPiJob(t *testing.T) {
+	e2egate.ProvenOnNode(t, "TestHelmInstall/Job")
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {
 			ns := namespace(t)
@@ -51,6 +53,7 @@ func TestSparkPiJob(t *testing.T) {
 // overlap, are two applications with ids of their own, and each one's
 // executors are its own.
 func TestSparkPiCronJob(t *testing.T) {
+	e2egate.ProvenOnNode(t, "TestHelmInstall/Workloads/CronJob")
 	t.Parallel()
 	for _, d := range oldestAndNewest() {
 		t.Run(d.Version, func(t *testing.T) {

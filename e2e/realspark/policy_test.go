@@ -128,16 +128,22 @@ func deleteDriver(t *testing.T, ns string) {
 }
 
 // Executor settings the policy enforces in the dynamic-allocation tests'
-// namespaces (testdata/policy.yaml).
+// namespaces, and the label it enforces on every executor
+// (testdata/policy.yaml).
 const (
 	enforcedEnv, enforcedEnvValue       = "PLATFORM_TIER", "gold"
 	enforcedAnnotation, enforcedAnnoVal = "platform.example.com/cost-center", "spark-e2e"
+	enforcedLabel, enforcedLabelValue   = "platform.example.com/workload", "spark"
 )
 
 // checkEnforced checks that an executor pod carries the policy's enforced
-// annotation and env var, and that its running JVM has the variable.
+// label, its namespace's enforced annotation and env var, and that its
+// running JVM has the variable.
 func checkEnforced(t *testing.T, p *corev1.Pod) {
 	t.Helper()
+	if got := p.Labels[enforcedLabel]; got != enforcedLabelValue {
+		t.Errorf("executor %s label %s=%q, want %q", p.Name, enforcedLabel, got, enforcedLabelValue)
+	}
 	if got := p.Annotations[enforcedAnnotation]; got != enforcedAnnoVal {
 		t.Errorf("executor %s annotation %s=%q, want %q", p.Name, enforcedAnnotation, got, enforcedAnnoVal)
 	}

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/test/sparklog"
 	"github.com/sparklet/sparklet/vocab"
 )
@@ -26,6 +27,7 @@ const exampleRepo = "https://repo.example.com/"
 // functions run in Python workers on two executors, with a shuffle between
 // them.
 func TestPySpark(t *testing.T) {
+	e2egate.ProvenOnNode(t, "TestHelmInstall/Workloads/PySpark-<version>, for each pinned version")
 	script, err := os.ReadFile("../../examples/groupcount.py")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/sparklet/sparklet/patches"
+	"github.com/sparklet/sparklet/test/e2egate"
 	"github.com/sparklet/sparklet/vocab"
 )
 
@@ -20,6 +21,7 @@ import (
 // sidecar for two executors, they register and compute, and when the
 // driver ends the sidecar removes everything the application made.
 func TestSparkPi(t *testing.T) {
+	e2egate.ProvenOnNode(t, "TestHelmInstall/SparkPi-<version>, for each pinned version")
 	for _, d := range dists {
 		t.Run(d.Version, func(t *testing.T) {
 			ns := namespace(t)
@@ -52,7 +54,7 @@ func TestSparkPi(t *testing.T) {
 				t.Errorf("%d executor pods, want exactly 2", len(pods))
 			}
 			for _, p := range pods {
-				if p.Labels["platform.example.com/workload"] != "spark" {
+				if p.Labels[enforcedLabel] != enforcedLabelValue {
 					t.Errorf("executor %s lacks the policy's enforced label: %v", p.Name, p.Labels)
 				}
 				if p.Labels[vocab.LabelAppID] != appID {

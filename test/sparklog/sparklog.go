@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -48,4 +49,16 @@ func TasksOnExecutors(driverLog string) []string {
 		}
 	}
 	return ids
+}
+
+var piLine = regexp.MustCompile(`Pi is roughly ([0-9.]+)`)
+
+// Pi is the value SparkPi printed; ok is false when the log has none.
+func Pi(driverLog string) (pi float64, ok bool) {
+	m := piLine.FindStringSubmatch(driverLog)
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	return v, err == nil
 }
