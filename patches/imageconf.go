@@ -45,17 +45,17 @@ f="$dst/` + ConfFile + `"
 mv "$dst/.sparklet-defaults.tmp" "$f"
 `
 
-// waitForSidecar holds the JVM back until the sidecar serves it: the conf
-// init container runs after the sidecar, which the kubelet counts as
-// started once its process runs (addSidecar), and polls for the file the
-// sidecar writes once it listens for the JVM, every 20 ms, which a startup
-// probe, at one second at the least, cannot. The sidecar has checked its
-// pod, and written the JVM's token and its serving certificate, by then;
-// a JVM request that comes before its cache is filled waits for it. It
-// waits as long as the sidecar takes, as the kubelet holds the JVM back
-// behind a sidecar that has not started (an API server unreachable at
-// start must not fail a restartPolicy Never pod), and says every 30 s in
-// its log that it is waiting and where to look.
+// waitForSidecar makes the conf container wait until the sidecar serves
+// the JVM: it runs after the sidecar, which the kubelet counts as started
+// once its process runs (addSidecar), and polls for the file the sidecar
+// writes once it listens for the JVM, every 20 ms, which a startup probe,
+// at one second at the least, cannot. The sidecar has checked its pod,
+// and written the JVM's token and its serving certificate, by then; a JVM
+// request that comes before its cache is filled waits for it. It waits as
+// long as the sidecar takes, as the kubelet holds the JVM back behind a
+// sidecar that has not started (an API server unreachable at start must
+// not fail a restartPolicy Never pod), and says every 30 s in its log that
+// it is waiting and where to look.
 const waitForSidecar = `set -eu
 start=$(date +%s) next=30
 while [ ! -e ` + ServingFile + ` ]; do
@@ -66,6 +66,31 @@ while [ ! -e ` + ServingFile + ` ]; do
   sleep 0.02 2>/dev/null || sleep 1
 done
 `
+
+// confContainerScript is the conf container's command: the copy and the
+// wait above once (a restart finds ConfReadyFile and skips them, so the
+// conf a running JVM read is never rewritten), then it stays, as a native
+// sidecar must, until the kubelet's SIGTERM at the pod's end, on which it
+// exits at once.
+func confContainerScript(p *plan) string {
+	return `trap 'exit 0' TERM INT
+if [ ! -e ` + ConfReadyFile + ` ]; then
+` + confScript + connectEnvScript(p) + `: > ` + ConfReadyFile + `
+fi
+while :; do sleep 3600 & wait $!; done
+`
+}
+
+// confReadyHook is the conf container's postStart hook. The kubelet runs
+// it before it starts the next container (startContainer runs the hook
+// and only then returns, pkg/kubelet/kuberuntime/kuberuntime_container.go,
+// v1.37.2), so the JVM starts once the conf is written and the sidecar
+// serves. A regular init container would hold the JVM back by its exit,
+// which the kubelet notices only at its next relist of the runtime, up to
+// a second later (docs/performance.md#a-drivers-start).
+var confReadyHook = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{
+	"/bin/sh", "-c", `while [ ! -e ` + ConfReadyFile + ` ]; do sleep 0.02 2>/dev/null || sleep 1; done`,
+}}}}
 
 // planImageConf finds the conf directory the Spark container would have
 // read: its own SPARK_CONF_DIR, kept for the conf init container, or on an
@@ -102,12 +127,13 @@ func planImageConf(pod *corev1.Pod, p *plan) error {
 	return nil
 }
 
-// addConfInit adds the conf init container. It runs the Spark container's
-// image, pull policy and security context, so the pod's security admission
-// judges it as it judges the Spark container, and it mounts the Spark
-// container's own volumes, so a conf directory mounted there is copied too.
-// It holds no Kubernetes credential; it sees the JVM's volume, read-only,
-// for the sidecar's serving file.
+// addConfInit adds the conf container, a native sidecar after sparklet's.
+// It runs the Spark container's image, pull policy and security context,
+// so the pod's security admission judges it as it judges the Spark
+// container, and it mounts the Spark container's own volumes, so a conf
+// directory mounted there is copied too. It holds no Kubernetes
+// credential; it sees the JVM's volume, read-only, for the sidecar's
+// serving file. Its postStart hook holds the JVM back (confReadyHook).
 func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 	c := p.container(pod)
 	mounts := []corev1.VolumeMount{
@@ -128,11 +154,14 @@ func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 		env = append(env, *p.imageConf)
 	}
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	always := corev1.ContainerRestartPolicyAlways
 	init := corev1.Container{
 		Name:            ConfInitName,
 		Image:           c.Image,
 		ImagePullPolicy: c.ImagePullPolicy,
-		Command:         []string{"/bin/sh", "-c", confScript + connectEnvScript(p)},
+		RestartPolicy:   &always,
+		Command:         []string{"/bin/sh", "-c", confContainerScript(p)},
+		Lifecycle:       confReadyHook,
 		Env:             env,
 		VolumeMounts:    mounts,
 		Resources: corev1.ResourceRequirements{

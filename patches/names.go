@@ -25,6 +25,7 @@ const (
 	VolumeCredPfx = "sparklet-cred-"   // followed by the credential's name
 
 	ConfDir                = "/opt/sparklet/conf"
+	ConfReadyFile          = ConfDir + "/.sparklet-ready" // the conf container writes it once the conf is in place (confContainerScript)
 	ConfFile               = "spark-defaults.conf"
 	FetchFile              = "fetch"
 	PodInfoDir             = "/etc/sparklet/podinfo"

@@ -15,9 +15,10 @@ import (
 // once a second, and the init containers after a native sidecar wait for
 // its startup probe to pass, so a probe would hold the JVM back by up to a
 // second after the sidecar listens. The kubelet starts the conf init
-// container as soon as the sidecar runs instead, and that container waits
-// for the sidecar to listen before it ends (waitForSidecar), so the JVM
-// still starts only once the sidecar answers it.
+// container, a native sidecar too, as soon as the sidecar runs instead,
+// and that container's postStart hook returns only once the sidecar
+// listens and the conf is written (waitForSidecar, confReadyHook), so the
+// JVM still starts only once the sidecar answers it.
 func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	pol := p.in.PolicyJSON
 	if pol == nil {

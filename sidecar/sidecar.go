@@ -64,7 +64,7 @@ func (s *Sidecar) Ready() <-chan struct{} { return s.ready }
 func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 	s.client = client
 	// A file left by an earlier run of the sidecar in this pod must not
-	// let the conf init container through before this one serves.
+	// let the conf init container's hook through before this one serves.
 	if err := os.Remove(s.servingFile()); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove %s: %w", s.servingFile(), err)
 	}

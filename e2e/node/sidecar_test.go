@@ -64,13 +64,14 @@ func hardenedSidecar(t *testing.T, pod *corev1.Pod) {
 		c.UID, c.GID, c.CapEff, c.ReadOnlyRoot, c.MemoryLimit>>20, c.MemoryPeak>>20)
 }
 
-// confInitOnTheNode checks that the conf init container ended well and
-// that what it wrote into the Spark container's conf emptyDir belongs to
-// uid 185, the apache/spark image's user: it ran as that user.
+// confInitOnTheNode checks that the conf init container, a native
+// sidecar, runs started and never restarted beside the JVM, and that what
+// it wrote into the Spark container's conf emptyDir belongs to uid 185,
+// the apache/spark image's user: it ran as that user.
 func confInitOnTheNode(t *testing.T, pod *corev1.Pod) {
 	for _, s := range pod.Status.InitContainerStatuses {
-		if s.Name == patches.ConfInitName && (s.State.Terminated == nil || s.State.Terminated.ExitCode != 0) {
-			t.Errorf("%s: %+v, want terminated with exit code 0", s.Name, s.State)
+		if s.Name == patches.ConfInitName && (s.State.Running == nil || s.Started == nil || !*s.Started || s.RestartCount != 0) {
+			t.Errorf("%s: %+v, started %v, restarts %d; want running, started, never restarted", s.Name, s.State, s.Started, s.RestartCount)
 		}
 	}
 	dir := nd.PodVolume(pod, "empty-dir", patches.VolumeSpark)

@@ -20,7 +20,7 @@ func showInjected(pod *corev1.Pod) {
 	_ = json.Unmarshal([]byte(pod.Annotations[vocab.AnnotationStatus]), &st)
 	say("sparklet.io/status: version %s, application id %s, Spark container %q", st.Version, st.AppID, st.SparkContainer)
 	fmt.Println()
-	say("The init containers: the sidecar as a native sidecar (starts before the JVM, never holds up the pod's completion), then the conf init container, which waits for it to listen:")
+	say("The init containers: the sidecar as a native sidecar (starts before the JVM, never holds up the pod's completion), then the conf init container, a native sidecar too, whose postStart hook holds the JVM back until the sidecar listens and the conf is written:")
 	for _, c := range pod.Spec.InitContainers {
 		policy := "-"
 		if c.RestartPolicy != nil {

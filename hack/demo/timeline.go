@@ -166,9 +166,9 @@ func (f *follower) observeDriver(p *corev1.Pod) {
 			f.sidecarReady = true
 			f.mark("sidecar running; the conf init container after it waits for it to listen")
 		}
-		if s.Name == patches.ConfInitName && s.State.Terminated != nil && s.State.Terminated.ExitCode == 0 && !f.confDone {
+		if s.Name == patches.ConfInitName && s.Started != nil && *s.Started && !f.confDone {
 			f.confDone = true
-			f.mark("conf init container done: the sidecar listens and the Spark conf is written, so the Spark container starts")
+			f.mark("conf init container started (its postStart hook returned): the sidecar listens and the Spark conf is written, so the Spark container starts")
 		}
 	}
 	for _, s := range p.Status.ContainerStatuses {

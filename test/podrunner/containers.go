@@ -152,7 +152,7 @@ func (w *podWorker) runOnce(c *container) (int, error) {
 	c.ran, c.proc, c.exited, c.shim = true, cmd, make(chan struct{}), spec
 	c.id = fmt.Sprintf("podrunner://%s/%s/%d", pod.UID, c.spec.Name, c.restarts)
 	c.state = corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: startedAt}}
-	c.started = c.spec.StartupProbe == nil
+	c.started = c.spec.StartupProbe == nil && postStartExec(c.spec) == nil
 	c.ready = false
 	c.signal()
 	if c.role == roleMain && w.phase == corev1.PodPending {

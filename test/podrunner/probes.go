@@ -15,15 +15,22 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// probe runs c's probes for one process, as the kubelet does: the startup
-// probe until it passes (the container is then started), then liveness and
-// readiness. A failed startup or liveness probe kills the process, whose
-// restart is then the restart policy's business. Without a readiness probe
-// a started container is ready.
+// probe runs c's postStart hook and probes for one process, as the kubelet
+// does: the hook, then the startup probe until it passes (the container is
+// then started), then liveness and readiness. A failed hook, startup or
+// liveness probe kills the process, whose restart is then the restart
+// policy's business. Without a readiness probe a started container is
+// ready.
 func (w *podWorker) probe(ctx context.Context, c *container, proc *exec.Cmd, exited <-chan struct{}) {
 	kill := func(why string) {
 		w.logf("container %s: %s; killing it", c.spec.Name, why)
 		terminate(proc, exited, time.Now().Add(w.gracePeriod()))
+	}
+	if !w.postStart(ctx, c) {
+		if ctx.Err() == nil {
+			kill("postStart hook failed")
+		}
+		return
 	}
 	if p := c.spec.StartupProbe; p != nil {
 		if !w.loop(ctx, c, p, func(bool) bool { return true }) {
@@ -32,10 +39,15 @@ func (w *podWorker) probe(ctx context.Context, c *container, proc *exec.Cmd, exi
 			}
 			return
 		}
-		w.mu.Lock()
-		c.started = true
+	}
+	w.mu.Lock()
+	changed := !c.started
+	c.started = true
+	if changed {
 		c.signal()
-		w.mu.Unlock()
+	}
+	w.mu.Unlock()
+	if changed {
 		w.markDirty()
 	}
 	if c.spec.ReadinessProbe == nil {

@@ -259,6 +259,30 @@ func TestNativeSidecarStartsFirst(t *testing.T) {
 	}
 }
 
+// A native sidecar without a startup probe counts as started only once its
+// postStart hook has returned, as on the kubelet, so the hook holds the
+// next container back.
+func TestPostStartHoldsTheNextContainer(t *testing.T) {
+	ctx := e2e(t)
+	pod := shellPod("poststart", "test -f /shared/ready && echo held-until-ready")
+	always := corev1.ContainerRestartPolicyAlways
+	side := shellContainer("side", "sleep 1; touch /shared/ready; exec sleep 600")
+	side.RestartPolicy = &always
+	side.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{
+		Command: []string{"/bin/sh", "-c", "while [ ! -f /shared/ready ]; do sleep 0.05; done"}}}}
+	side.VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+	pod.Spec.InitContainers = []corev1.Container{side}
+	pod.Spec.Volumes = []corev1.Volume{emptyDir("shared")}
+	pod.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "shared", MountPath: "/shared"}}
+	create(ctx, t, pod)
+	p := waitPod(ctx, t, pod.Name, "ended", func(p *corev1.Pod) bool {
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	})
+	if got := logOf(pod.Name, "c0"); p.Status.Phase != corev1.PodSucceeded || !strings.Contains(got, "held-until-ready") {
+		t.Errorf("phase %s, main container log %q: it started before the hook returned\n%s", p.Status.Phase, got, describe(p))
+	}
+}
+
 func TestRestartOnFailure(t *testing.T) {
 	ctx := e2e(t)
 	pod := shellPod("onfailure", "if [ -f /data/once ]; then echo second-run; exit 0; fi; touch /data/once; echo first-run; exit 1")

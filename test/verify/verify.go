@@ -67,10 +67,10 @@ func Driver(pod *corev1.Pod) []string {
 		bad("%s is not a native sidecar (restartPolicy: Always)", patches.SidecarName)
 	case !mountsVolume(*sidecar, patches.VolumeToken):
 		bad("%s does not mount the service-account token", patches.SidecarName)
-	case sidecar.StartupProbe == nil && (confAt < sidecarAt || !mountsVolume(pod.Spec.InitContainers[confAt], patches.VolumeJVM)):
+	case sidecar.StartupProbe == nil && (confAt < sidecarAt || !holdsTheJVM(pod.Spec.InitContainers[confAt])):
 		// Without a startup probe, the conf init container after it is what
 		// holds the JVM back until the sidecar serves.
-		bad("%s has no startup probe and no %s after it that waits for it", patches.SidecarName, patches.ConfInitName)
+		bad("%s has no startup probe and no %s after it whose postStart hook waits for it", patches.SidecarName, patches.ConfInitName)
 	}
 
 	var spark *corev1.Container
@@ -135,4 +135,12 @@ func hasEnv(env []corev1.EnvVar, name string) bool {
 		}
 	}
 	return false
+}
+
+// holdsTheJVM reports whether the conf init container holds the JVM back
+// until the sidecar serves: it sees the sidecar's serving file and, as a
+// native sidecar, has a postStart hook that the kubelet waits for.
+func holdsTheJVM(conf corev1.Container) bool {
+	return mountsVolume(conf, patches.VolumeJVM) && conf.RestartPolicy != nil && *conf.RestartPolicy == corev1.ContainerRestartPolicyAlways &&
+		conf.Lifecycle != nil && conf.Lifecycle.PostStart != nil && conf.Lifecycle.PostStart.Exec != nil
 }
