@@ -244,36 +244,43 @@ func checkJVMBehindSidecar(t *testing.T, ns string, pod *corev1.Pod) (pid int, t
 }
 
 // dialInNetns connects to addr from the network namespace of process pid:
-// the socket is made on a thread in that namespace, and the thread ends
-// with the goroutine rather than go back to the runtime.
+// the socket is made on this goroutine's thread moved into that namespace,
+// and the thread is moved back before it returns to the runtime. The
+// thread must not end instead: the kernel sends a child its Pdeathsig when
+// the thread that forked it ends, and the harness starts kube-apiserver
+// (cluster.Spawn, on TestAPIServerRestart's thread) and the runner's
+// containers with Pdeathsig SIGKILL from whatever thread it ran on.
 func dialInNetns(t *testing.T, pid int, addr string) net.Conn {
 	t.Helper()
-	type result struct {
-		c   net.Conn
-		err error
+	runtime.LockOSThread()
+	own, err := os.Open("/proc/thread-self/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
 	}
-	ch := make(chan result, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
-		if err != nil {
-			ch <- result{err: err}
-			return
-		}
-		defer f.Close()
-		if err := unix.Setns(int(f.Fd()), unix.CLONE_NEWNET); err != nil {
-			ch <- result{err: err}
-			return
-		}
-		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		t.Fatalf("connect to %s in the pod's network namespace: %v", addr, r.err)
+	defer own.Close()
+	pods, err := os.Open("/proc/" + strconv.Itoa(pid) + "/ns/net")
+	if err != nil {
+		runtime.UnlockOSThread()
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.c.Close() })
-	return r.c
+	defer pods.Close()
+	if err := unix.Setns(int(pods.Fd()), unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		t.Fatalf("enter the pod's network namespace: %v", err)
+	}
+	c, dialErr := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err := unix.Setns(int(own.Fd()), unix.CLONE_NEWNET); err != nil {
+		// Still locked: the thread, in the pod's namespace, ends with
+		// this goroutine rather than serve another.
+		t.Fatalf("return to the test's network namespace: %v", err)
+	}
+	runtime.UnlockOSThread()
+	if dialErr != nil {
+		t.Fatalf("connect to %s in the pod's network namespace: %v", addr, dialErr)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // grantReviews lets the driver ServiceAccount review tokens and access,

@@ -42,8 +42,11 @@ func FreePort() (int, error) {
 }
 
 // Spawn starts binary with args in a process group of its own, logging to
-// logFile. Unless detach is set the process dies with the caller. done is
-// closed once it has exited.
+// logFile. Unless detach is set the process dies with the caller
+// (Pdeathsig), and also with the OS thread that started it: the kernel
+// sends the signal when that thread ends, which Go does only to a thread
+// whose goroutine exits locked to it, so no test may leave one locked.
+// done is closed once it has exited.
 func Spawn(binary string, args []string, logFile string, detach bool) (cmd *exec.Cmd, done <-chan struct{}, err error) {
 	log, err := os.OpenFile(logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
