@@ -17,8 +17,8 @@
 // Each claim is proven once per run, on the real node when this machine
 // runs one. A test or subtest whose claim an e2e/node subtest proves skips
 // when e2e/node runs here (test/e2egate.ProvenOnNode, on e2e/node's own
-// check), naming that subtest: TestSparkPi, TestPySpark, TestSparkPiJob and
-// TestSparkPiCronJob, and the nodeSparkVersion subtests of TestDriverKilled, TestSidecarKilled,
+// check), naming that subtest: TestSparkPi, TestPySpark and TestSparkPiJob,
+// and the nodeSparkVersion subtests of TestDriverKilled, TestSidecarKilled,
 // TestAPIServerRestart and TestDynamicAllocation. SPARKLET_POD_RUNNER_ALL=1
 // runs them here too.
 package realspark
