@@ -14,7 +14,7 @@ const PodRunnerAll = "SPARKLET_POD_RUNNER_ALL"
 // It then fails, rather than skips, if the node cannot start (no root, a
 // binary or an image missing), so a claim it proves is never lost silently.
 func NodeRuns() bool {
-	return os.Getenv("SPARKLET_E2E") == "1"
+	return asked()
 }
 
 // ProvenOnNode skips t, a pod runner test, when the real node runs here and
