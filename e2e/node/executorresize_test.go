@@ -129,7 +129,7 @@ func executorBaseline(ctx context.Context, t *testing.T, r *sleepyRun, pod, cont
 	t.Helper()
 	var most int64
 	samples := 0
-	r.waitFor(ctx, t, "summed the ids", 3*time.Minute, func(ctx context.Context) bool {
+	r.waitFor(ctx, t, "summed the ids", 5*time.Minute, func(ctx context.Context) bool {
 		if u, err := metricsserver.ContainerUsage(ctx, cp.Client(), r.ns, pod, container); err == nil {
 			samples++
 			most = max(most, u.Memory)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -280,6 +281,22 @@ func TestPostStartHoldsTheNextContainer(t *testing.T) {
 	})
 	if got := logOf(pod.Name, "c0"); p.Status.Phase != corev1.PodSucceeded || !strings.Contains(got, "held-until-ready") {
 		t.Errorf("phase %s, main container log %q: it started before the hook returned\n%s", p.Status.Phase, got, describe(p))
+	}
+}
+
+// TestContainersShareOneCPUGroup: a container's processes, and what they
+// fork, weigh as one group against a real node's pods (cpugroup.go).
+func TestContainersShareOneCPUGroup(t *testing.T) {
+	if _, err := os.Stat(filepath.Dir(cpuGroup) + "/cgroup.procs"); err != nil {
+		t.Skipf("no cgroup v1 cpu hierarchy here: %v", err)
+	}
+	ctx := e2e(t)
+	pod := shellPod("cpugroup", "sh -c 'grep -E \"^[0-9]+:([a-z,]*,)?cpu(,[a-z,]*)?:\" /proc/self/cgroup'")
+	create(ctx, t, pod)
+	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))
+	want := strings.TrimPrefix(cpuGroup, "/sys/fs/cgroup/cpu")
+	if got := strings.TrimSpace(logOf(pod.Name, "c0")); !strings.HasSuffix(got, ":"+want) {
+		t.Errorf("a container's child is in cpu group %q, want %s\n%s", got, want, describe(p))
 	}
 }
 

@@ -176,12 +176,19 @@ func startShim(spec shimSpec, out io.Writer) (*exec.Cmd, error) {
 		w.Close()
 		return nil, fmt.Errorf("start shim: %w", err)
 	}
-	_, werr := w.Write(data)
+	// The shim waits for its spec, so it has started nothing yet: what
+	// it execs and forks stays in the group.
+	werr := joinCPUGroup(cmd.Process.Pid)
+	if werr != nil {
+		werr = fmt.Errorf("move the shim into %s: %w", cpuGroup, werr)
+	} else if _, err := w.Write(data); err != nil {
+		werr = fmt.Errorf("send spec to the shim: %w", err)
+	}
 	w.Close()
 	if werr != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		return nil, fmt.Errorf("send spec to the shim: %w", werr)
+		return nil, werr
 	}
 	return cmd, nil
 }
