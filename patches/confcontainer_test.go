@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -103,8 +104,31 @@ func TestConfContainerOnceThenStays(t *testing.T) {
 	if err := exec.Command("/bin/sh", "-c", hookScript).Run(); err != nil {
 		t.Fatalf("hook after the restart: %v", err)
 	}
+	// The hook returns at once, maybe before the shell set its trap; the
+	// shell has when it sleeps.
+	waitSleeping(t, cmd.Process.Pid)
 	stop(cmd, done)
 	if again, _ := os.ReadFile(filepath.Join(dst, ConfFile)); string(again) != string(text) {
 		t.Errorf("the restart rewrote spark-defaults.conf:\n%s\nwas:\n%s", again, text)
 	}
+}
+
+// waitSleeping waits until a sleep runs in process group pgid.
+func waitSleeping(t *testing.T, pgid int) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+		for _, f := range stats {
+			b, err := os.ReadFile(f)
+			// pid (comm) state ppid pgrp ...
+			if i := strings.LastIndexByte(string(b), ')'); err == nil && i > 0 && strings.HasSuffix(string(b[:i]), "(sleep") {
+				if fields := strings.Fields(string(b[i+1:])); len(fields) > 2 && fields[2] == strconv.Itoa(pgid) {
+					return
+				}
+			}
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("no sleep in the conf container's process group %d within 10 s", pgid)
 }
