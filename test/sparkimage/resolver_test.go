@@ -72,7 +72,7 @@ func TestResolverSparkImages(t *testing.T) {
 			wantEnv := []string{
 				"PATH=/jdk/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 				"JAVA_HOME=/jdk", "LANG=C.UTF-8", "LANGUAGE=en_US:en", "LC_ALL=C.UTF-8",
-				"SPARK_HOME=/opt/spark",
+				"SPARK_HOME=/opt/spark", "JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1",
 			}
 			if !reflect.DeepEqual(img.Env, wantEnv) {
 				t.Errorf("env %q, want %q", img.Env, wantEnv)

@@ -81,5 +81,9 @@ func sparkEnv(javaHome string) []string {
 		// apache/spark-docker's Dockerfile. The python3 variants add no ENV:
 		// they install python3, found as /usr/bin/python3 on this PATH.
 		"SPARK_HOME=" + sparkHome,
+		// Not the image's: every JVM of the pod runner compiles with C1
+		// only, which halves a short job's CPU (SparkPi: 10.0 CPU-s →
+		// 5.3, docs/real-spark.md#images). The real node runs the image's.
+		"JDK_JAVA_OPTIONS=-XX:TieredStopAtLevel=1",
 	}
 }
