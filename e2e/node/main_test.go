@@ -44,17 +44,20 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\n", err)
 		return 1
 	}
+	start := time.Now()
 	cp, err = cluster.Start(ctx, node.ClusterOptions(cluster.Options{BinDir: binDir, Dir: filepath.Join(dir, "cluster")}))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
+	cpUp := time.Now()
 	nd, err = node.Start(ctx, cp, node.Options{BinDir: binDir, Dir: filepath.Join(dir, "node"), Images: images, SandboxImage: nodeimages.SandboxImage()})
 	if err != nil {
 		cp.Stop()
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
+	nodeUp := time.Now()
 	// metrics-server, as a cluster runs it for the executor resize: the
 	// API server serves metrics.k8s.io from it, scraped from the kubelet.
 	// Its own time: node.Start may have spent ctx's waiting for the lock.
@@ -68,6 +71,8 @@ func run(m *testing.M) int {
 		fmt.Fprintf(os.Stderr, "e2e/node: %v\nlogs are in %s\n", err, dir)
 		return 1
 	}
+	fmt.Printf("e2e/node: control plane up in %s, the node (its lock, images imported, Ready) %s later, metrics-server %s later\n",
+		cpUp.Sub(start).Round(100*time.Millisecond), nodeUp.Sub(cpUp).Round(100*time.Millisecond), time.Since(nodeUp).Round(100*time.Millisecond))
 	code := m.Run()
 	ms.Stop()
 	nd.Stop()
