@@ -2,10 +2,10 @@ package patches
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -113,22 +113,20 @@ func TestConfContainerOnceThenStays(t *testing.T) {
 	}
 }
 
-// waitSleeping waits until a sleep runs in process group pgid.
-func waitSleeping(t *testing.T, pgid int) {
+// waitSleeping waits until the shell pid runs a sleep, which it starts
+// only after it set its trap.
+func waitSleeping(t *testing.T, pid int) {
 	t.Helper()
+	children := fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {
-		stats, _ := filepath.Glob("/proc/[0-9]*/stat")
-		for _, f := range stats {
-			b, err := os.ReadFile(f)
-			// pid (comm) state ppid pgrp ...
-			if i := strings.LastIndexByte(string(b), ')'); err == nil && i > 0 && strings.HasSuffix(string(b[:i]), "(sleep") {
-				if fields := strings.Fields(string(b[i+1:])); len(fields) > 2 && fields[2] == strconv.Itoa(pgid) {
-					return
-				}
+		list, _ := os.ReadFile(children)
+		for _, child := range strings.Fields(string(list)) {
+			if comm, _ := os.ReadFile("/proc/" + child + "/comm"); string(comm) == "sleep\n" {
+				return
 			}
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatalf("no sleep in the conf container's process group %d within 10 s", pgid)
+	t.Fatalf("the conf container's shell %d started no sleep within 10 s", pid)
 }

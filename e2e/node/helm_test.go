@@ -125,7 +125,7 @@ spec:
 	// What waits most of its time (idle timeouts, sleeping tasks, a
 	// rollout) runs side by side at the end, in the release as the
 	// subtests above left it and in the jobs namespace, whose policy none
-	// of them changes: on CI's two cores this saves about four minutes.
+	// of them changes.
 	t.Cleanup(func() {
 		helm(context.Background(), t, "uninstall", release, "--namespace", releaseNS)
 		if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sparklet-sparklet", metav1.GetOptions{}); err == nil {

@@ -3,7 +3,6 @@ package podrunner
 import (
 	"errors"
 	"os"
-	"path/filepath"
 	"strconv"
 	"sync"
 )
@@ -16,7 +15,11 @@ import (
 // node executor's JVM took two minutes to register beside the real-Spark
 // suite. In a group of their own, the pod runner's containers together
 // weigh as much as the node's pods together.
-const cpuGroup = "/sys/fs/cgroup/cpu/sparklet-pod-runner"
+const cpuGroup = cpuHierarchy + cpuGroupName
+
+// cpuHierarchy is where cgroup v1 mounts the cpu controller; cpuGroupName
+// is the group's path in it, as /proc/<pid>/cgroup names it.
+const cpuHierarchy, cpuGroupName = "/sys/fs/cgroup/cpu", "/sparklet-pod-runner"
 
 var cpuGroupOnce struct {
 	sync.Once
@@ -28,7 +31,7 @@ var cpuGroupOnce struct {
 // root, cgroup v2), it does nothing: the group only shares CPU fairly.
 func joinCPUGroup(pid int) error {
 	cpuGroupOnce.Do(func() {
-		if _, err := os.Stat(filepath.Dir(cpuGroup) + "/cgroup.procs"); err != nil {
+		if _, err := os.Stat(cpuHierarchy + "/cgroup.procs"); err != nil {
 			return
 		}
 		err := os.Mkdir(cpuGroup, 0o755)

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -287,16 +286,15 @@ func TestPostStartHoldsTheNextContainer(t *testing.T) {
 // TestContainersShareOneCPUGroup: a container's processes, and what they
 // fork, weigh as one group against a real node's pods (cpugroup.go).
 func TestContainersShareOneCPUGroup(t *testing.T) {
-	if _, err := os.Stat(filepath.Dir(cpuGroup) + "/cgroup.procs"); err != nil {
+	if _, err := os.Stat(cpuHierarchy + "/cgroup.procs"); err != nil {
 		t.Skipf("no cgroup v1 cpu hierarchy here: %v", err)
 	}
 	ctx := e2e(t)
 	pod := shellPod("cpugroup", "sh -c 'grep -E \"^[0-9]+:([a-z,]*,)?cpu(,[a-z,]*)?:\" /proc/self/cgroup'")
 	create(ctx, t, pod)
 	p := waitPod(ctx, t, pod.Name, "Succeeded", phase(corev1.PodSucceeded))
-	want := strings.TrimPrefix(cpuGroup, "/sys/fs/cgroup/cpu")
-	if got := strings.TrimSpace(logOf(pod.Name, "c0")); !strings.HasSuffix(got, ":"+want) {
-		t.Errorf("a container's child is in cpu group %q, want %s\n%s", got, want, describe(p))
+	if got := strings.TrimSpace(logOf(pod.Name, "c0")); !strings.HasSuffix(got, ":"+cpuGroupName) {
+		t.Errorf("a container's child is in cpu group %q, want %s\n%s", got, cpuGroupName, describe(p))
 	}
 }
 
