@@ -3,6 +3,7 @@ package main
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -104,23 +105,36 @@ func TestPatchParts(t *testing.T) {
 	}
 }
 
-func TestRuntimeSpan(t *testing.T) {
+func TestReadRuntime(t *testing.T) {
 	log := `time="2026-11-27T10:00:59.682516733Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\""
 time="2026-11-27T10:01:00.100000000Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"v\" namespace:\"start-plain\" returns sandbox id \"other\""
 time="2026-11-27T10:01:00.284772954Z" level=info msg="RunPodSandbox for name:\"start-2\" uid:\"u\" namespace:\"start-sparklet\" returns sandbox id \"sb1\""
 time="2026-11-27T10:01:00.294196811Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"sparklet-sidecar\""
+time="2026-11-27T10:01:00.310000000Z" level=info msg="CreateContainer within sandbox \"sb1\" for name:\"sparklet-sidecar\" returns container id \"c1\""
+time="2026-11-27T10:01:00.320000000Z" level=info msg="StartContainer for \"c1\""
+time="2026-11-27T10:01:00.380000000Z" level=info msg="StartContainer for \"c1\" returns successfully"
 time="2026-11-27T10:01:00.400000000Z" level=info msg="CreateContainer within sandbox \"other\" for container name:\"spark\""
+time="2026-11-27T10:01:00.500000000Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"sparklet-spark-conf\""
 time="2026-11-27T10:01:00.920755580Z" level=info msg="CreateContainer within sandbox \"sb1\" for container name:\"spark\""
 `
 	f := t.TempDir() + "/containerd.log"
 	if err := os.WriteFile(f, []byte(log), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	got, err := runtimeSpan(f, "start-sparklet", "start-2")
-	if want := 920755580*time.Nanosecond - 284772954*time.Nanosecond; err != nil || got != want {
-		t.Errorf("span %v (%v), want %v", got, err, want)
+	got, err := readRuntime(f, "start-sparklet", "start-2")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := runtimeSpan(f, "start-sparklet", "start-3"); err == nil {
+	if want := 920755580*time.Nanosecond - 284772954*time.Nanosecond; got.span() != want {
+		t.Errorf("span %v, want %v", got.span(), want)
+	}
+	if want := 380*time.Millisecond - 284772954*time.Nanosecond; got.started["sparklet-sidecar"] != want {
+		t.Errorf("sidecar started %v after the sandbox, want %v", got.started["sparklet-sidecar"], want)
+	}
+	if want := []string{"sparklet-sidecar", "sparklet-spark-conf"}; !slices.Equal(got.inits, want) {
+		t.Errorf("init containers %q, want %q", got.inits, want)
+	}
+	if _, err := readRuntime(f, "start-sparklet", "start-3"); err == nil {
 		t.Error("no error for a pod the log does not have")
 	}
 }

@@ -103,6 +103,7 @@ func (s *Sidecar) Run(ctx context.Context, client kubecore.Interface) error {
 		return err
 	}
 	defer stopAPI()
+	s.log.WithField("listen", s.addr).Info("listening: the Spark container may start")
 	api, ended, err := s.prepare(ctx, informerCtx.Done(), pol, token)
 	if err != nil {
 		return err
