@@ -106,10 +106,16 @@ func (p *plan) connectBackend() string {
 // spark-env.sh from SPARK_CONF_DIR (bin/load-spark-env.sh) when the JVM
 // starts, after the sidecar, a native sidecar, has written the token. So
 // the token is in no pod field and no Spark property a client can read.
+// Like confScript, it starts from the image's own file, so a conf
+// container restarted before it was done writes the same file again.
 func connectEnvScript(p *plan) string {
 	if !p.connectJVMToken {
 		return ""
 	}
-	return `printf '\n%s\n' 'SPARK_CONNECT_AUTHENTICATE_TOKEN=$(cat ` + ConnectTokenFile + `) && export SPARK_CONNECT_AUTHENTICATE_TOKEN' >> "$dst/spark-env.sh"
+	return `{
+  if [ -f "$src/spark-env.sh" ]; then cat "$src/spark-env.sh"; fi
+  printf '\n%s\n' 'SPARK_CONNECT_AUTHENTICATE_TOKEN=$(cat ` + ConnectTokenFile + `) && export SPARK_CONNECT_AUTHENTICATE_TOKEN'
+} > "$dst/.sparklet-env.tmp"
+mv "$dst/.sparklet-env.tmp" "$dst/spark-env.sh"
 `
 }

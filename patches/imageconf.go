@@ -28,12 +28,17 @@ import (
 // Hashtable, so the last line of a key is its value. The image's
 // defaults therefore rank below every layer sparklet writes. Two blank
 // lines first end a line continuation the image's file may leave open.
-const confScript = waitForSidecar + `src="${` + vocab.EnvImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
+//
+// The copy needs nothing from the sidecar, so it runs while the sidecar
+// starts. It reads the image's spark-defaults.conf from the image's
+// directory, not from the copy, so a conf container restarted before it
+// was done writes the same file again.
+const confScript = `set -eu
+src="${` + vocab.EnvImageConfDir + `:-${SPARK_HOME:-/opt/spark}/conf}"
 dst=` + ConfDir + `
 if [ -d "$src" ]; then cp -RL "$src/." "$dst/"; fi
-f="$dst/` + ConfFile + `"
 {
-  if [ -f "$f" ]; then cat "$f"; printf '\n\n'; fi
+  if [ -f "$src/` + ConfFile + `" ]; then cat "$src/` + ConfFile + `"; printf '\n\n'; fi
   if [ -s "` + PodInfoDir + `/` + UserConfFile + `" ]; then
     echo '` + userConfHeader + `'
     cat "` + PodInfoDir + `/` + UserConfFile + `"
@@ -42,30 +47,45 @@ f="$dst/` + ConfFile + `"
   echo '` + effectiveConfHeader + `'
   cat "` + PodInfoDir + `/` + ConfFile + `"
 } > "$dst/.sparklet-defaults.tmp"
-mv "$dst/.sparklet-defaults.tmp" "$f"
+mv "$dst/.sparklet-defaults.tmp" "$dst/` + ConfFile + `"
 `
 
 // waitForSidecar makes the conf container wait until the sidecar serves
 // the JVM: it runs after the sidecar, which the kubelet counts as started
 // once its process runs (addSidecar), and polls for the file the sidecar
-// writes once it listens for the JVM, every 20 ms, which a startup probe,
-// at one second at the least, cannot. The sidecar has checked its pod,
-// and written the JVM's token and its serving certificate, by then; a JVM
+// writes once it listens for the JVM (pollFor), which a startup probe, at
+// one second at the least, cannot. The sidecar has checked its pod, and
+// written the JVM's token and its serving certificate, by then; a JVM
 // request that comes before its cache is filled waits for it. It waits as
 // long as the sidecar takes, as the kubelet holds the JVM back behind a
 // sidecar that has not started (an API server unreachable at start must
 // not fail a restartPolicy Never pod), and says every 30 s in its log that
 // it is waiting and where to look.
-const waitForSidecar = `set -eu
-start=$(date +%s) next=30
-while [ ! -e ` + ServingFile + ` ]; do
-  if [ $(( $(date +%s) - start )) -ge "$next" ]; then
+var waitForSidecar = pollFor(ServingFile, sidecarSlowNote)
+
+// sidecarSlowNote is what the wait for the sidecar runs at each slow try.
+const sidecarSlowNote = `  if [ $(( $(date +%s) - ${start:=$(date +%s)} )) -ge "${next:=30}" ]; then
     echo "sparklet: waiting ${next}s so far for the sidecar (init container ` + SidecarName + `) to serve the Spark driver; its log says why it does not" >&2
     next=$(( next + 30 ))
   fi
-  sleep 0.02 2>/dev/null || sleep 1
+`
+
+// pollFor is a shell loop that waits until file exists: every 5 ms for
+// its first 100 tries, the time a sidecar takes to serve, then every
+// 50 ms, running slow after each slow try. Each try forks a sleep, so
+// the fast tries end while a start is on time.
+func pollFor(file, slow string) string {
+	return `n=0
+while [ ! -e ` + file + ` ]; do
+  if [ "$n" -lt 100 ]; then
+    n=$(( n + 1 ))
+    sleep 0.005 2>/dev/null || sleep 1
+    continue
+  fi
+` + slow + `  sleep 0.05 2>/dev/null || sleep 1
 done
 `
+}
 
 // confContainerScript is the conf container's command: the copy and the
 // wait above once (a restart finds ConfReadyFile and skips them, so the
@@ -75,10 +95,15 @@ done
 func confContainerScript(p *plan) string {
 	return `trap 'exit 0' TERM INT
 if [ ! -e ` + ConfReadyFile + ` ]; then
-` + confScript + connectEnvScript(p) + `: > ` + ConfReadyFile + `
-fi
+` + confOnce(p) + `fi
 while :; do sleep 3600 & wait $!; done
 `
+}
+
+// confOnce copies the conf, waits for the sidecar, then writes
+// ConfReadyFile, which lets the hook return.
+func confOnce(p *plan) string {
+	return confScript + connectEnvScript(p) + waitForSidecar + `: > ` + ConfReadyFile + "\n"
 }
 
 // confReadyHook is the conf container's postStart hook. The kubelet runs
@@ -89,7 +114,7 @@ while :; do sleep 3600 & wait $!; done
 // which the kubelet notices only at its next relist of the runtime, up to
 // a second later (docs/performance.md#a-drivers-start).
 var confReadyHook = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{
-	"/bin/sh", "-c", `while [ ! -e ` + ConfReadyFile + ` ]; do sleep 0.02 2>/dev/null || sleep 1; done`,
+	"/bin/sh", "-c", pollFor(ConfReadyFile, ""),
 }}}}
 
 // planImageConf finds the conf directory the Spark container would have

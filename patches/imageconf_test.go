@@ -228,47 +228,53 @@ func fakeCommands(t *testing.T, scripts map[string]string) string {
 	return dir
 }
 
-// The JVM waits for the sidecar: the conf init container polls for the
-// file the sidecar writes once it serves, and only then writes the conf.
-// Here the fake sleep is the sidecar, writing the file on its first call.
+// The JVM waits for the sidecar: the conf container copies the conf
+// while the sidecar starts, then polls for the file the sidecar writes
+// once it serves, and only then writes the file the hook waits for. Here
+// the fake sleep is the sidecar, writing the file on its first call.
 func TestConfScriptWaitsForSidecar(t *testing.T) {
 	dst, info := t.TempDir(), t.TempDir()
 	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	serving := servingFile(t, false)
-	slept := filepath.Join(t.TempDir(), "slept")
-	bin := fakeCommands(t, map[string]string{"sleep": fmt.Sprintf("echo \"$1\" >> %s\ntouch %s\n", slept, serving)})
-	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confScript)
+	slept, conf := filepath.Join(t.TempDir(), "slept"), filepath.Join(dst, ConfFile)
+	// The sleep records whether the conf was written when it was called.
+	bin := fakeCommands(t, map[string]string{"sleep": fmt.Sprintf("if [ -e %s ]; then echo \"$1 copied\"; else echo \"$1\"; fi >> %s\ntouch %s\n", conf, slept, serving)})
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confOnce(&plan{}))
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"SPARK_HOME=" + t.TempDir(), "PATH=" + bin + ":/usr/bin:/bin"}
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	if got, _ := os.ReadFile(slept); string(got) != "0.02\n" {
-		t.Errorf("the script slept %q, want once for 0.02 s, until the serving file was there", got)
+	if got, _ := os.ReadFile(slept); string(got) != "0.005 copied\n" {
+		t.Errorf("the script slept %q, want once for 0.005 s, after the copy, until the serving file was there", got)
 	}
-	if text, _ := os.ReadFile(filepath.Join(dst, ConfFile)); !strings.HasSuffix(string(text), "spark.a=1\n") {
+	if text, _ := os.ReadFile(conf); !strings.HasSuffix(string(text), "spark.a=1\n") {
 		t.Errorf("spark-defaults.conf = %q, want the effective conf", text)
+	}
+	if _, err := os.Stat(filepath.Join(dst, filepath.Base(ConfReadyFile))); err != nil {
+		t.Errorf("no ready file for the hook after the sidecar served: %v", err)
 	}
 }
 
-// A sidecar slow to serve is waited for as long as it takes, with a line
-// in the log every 30 s that sends the user to the sidecar's log: the
-// fake date moves 31 s at each call, and the fake sleep, the sidecar,
-// writes the serving file at its third call.
+// A sidecar slow to serve is waited for as long as it takes, polled every
+// 50 ms after the first 100 tries of 5 ms, with a line in the log every
+// 30 s that sends the user to the sidecar's log: the fake date moves 31 s
+// at each call, and the fake sleep, the sidecar, writes the serving file
+// at its 103rd call, the third of the slow tries.
 func TestConfScriptWaitsOnASlowSidecar(t *testing.T) {
 	dst, info := t.TempDir(), t.TempDir()
 	clock, naps := filepath.Join(t.TempDir(), "clock"), filepath.Join(t.TempDir(), "naps")
 	serving := servingFile(t, false)
 	bin := fakeCommands(t, map[string]string{
 		"date":  fmt.Sprintf("echo x >> %[1]s; echo $(( 1000000 + 31 * $(wc -l < %[1]s) ))\n", clock),
-		"sleep": fmt.Sprintf("echo x >> %[1]s; if [ $(wc -l < %[1]s) -ge 3 ]; then echo 127.0.0.1:7000 > %[2]s; fi\n", naps, serving),
+		"sleep": fmt.Sprintf("echo \"$1\" >> %[1]s; if [ $(wc -l < %[1]s) -ge 103 ]; then echo 127.0.0.1:7000 > %[2]s; fi\n", naps, serving),
 	})
 	if err := os.WriteFile(filepath.Join(info, ConfFile), []byte("spark.a=1\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confScript)
+	script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info, ServingFile, serving).Replace(confOnce(&plan{}))
 	cmd := exec.Command("/bin/sh", "-c", script)
 	cmd.Env = []string{"SPARK_HOME=" + t.TempDir(), "PATH=" + bin + ":/usr/bin:/bin"}
 	out, err := cmd.CombinedOutput()
@@ -280,8 +286,60 @@ func TestConfScriptWaitsOnASlowSidecar(t *testing.T) {
 			t.Errorf("the log does not say %q:\n%s", want, out)
 		}
 	}
-	if text, _ := os.ReadFile(filepath.Join(dst, ConfFile)); !strings.HasSuffix(string(text), "spark.a=1\n") {
-		t.Errorf("spark-defaults.conf = %q, want the effective conf once the sidecar served", text)
+	naps100, _ := os.ReadFile(naps)
+	if want := strings.Repeat("0.005\n", 100) + strings.Repeat("0.05\n", 3); string(naps100) != want {
+		t.Errorf("the script slept %q, want 100 times 0.005 s, then 0.05 s", naps100)
+	}
+	if _, err := os.Stat(filepath.Join(dst, filepath.Base(ConfReadyFile))); err != nil {
+		t.Errorf("no ready file once the sidecar served: %v", err)
+	}
+}
+
+// The copy runs again alike: a conf container restarted after it and
+// before the sidecar served writes the same files, with no layer twice,
+// whether or not the image has spark-defaults.conf and spark-env.sh.
+func TestConfCopyRunsAgainAlike(t *testing.T) {
+	for _, imageFiles := range []bool{false, true} {
+		image, dst, info := t.TempDir(), t.TempDir(), t.TempDir()
+		files := map[string]string{filepath.Join(info, ConfFile): "spark.a=1\n", filepath.Join(info, UserConfFile): "spark.b=2\n"}
+		if imageFiles {
+			files[filepath.Join(image, ConfFile)] = "spark.image yes\n"
+			files[filepath.Join(image, "spark-env.sh")] = "IMAGE_ENV=1\n"
+		}
+		for path, text := range files {
+			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		script := strings.NewReplacer(ConfDir, dst, PodInfoDir, info).Replace(confScript + connectEnvScript(&plan{connectJVMToken: true}))
+		run := func() map[string]string {
+			cmd := exec.Command("/bin/sh", "-c", script)
+			cmd.Env = []string{vocab.EnvImageConfDir + "=" + image, "PATH=/usr/bin:/bin"}
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %s", err, out)
+			}
+			got := map[string]string{}
+			for _, name := range []string{ConfFile, "spark-env.sh"} {
+				text, err := os.ReadFile(filepath.Join(dst, name))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got[name] = string(text)
+			}
+			return got
+		}
+		first, second := run(), run()
+		for name, text := range first {
+			if second[name] != text {
+				t.Errorf("image files %v: %s changed when the copy ran again:\n%s\nwas:\n%s", imageFiles, name, second[name], text)
+			}
+		}
+		if n := strings.Count(first[ConfFile], "spark.b=2"); n != 1 {
+			t.Errorf("image files %v: the user's conf %d times in spark-defaults.conf:\n%s", imageFiles, n, first[ConfFile])
+		}
+		if imageFiles && !strings.HasPrefix(first[ConfFile], "spark.image yes") || imageFiles && !strings.HasPrefix(first["spark-env.sh"], "IMAGE_ENV=1") {
+			t.Errorf("the image's own files are not first: %q", first)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package patches
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -52,10 +53,14 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 		Name:            SidecarName,
 		Image:           p.pol.Sidecar.Image,
 		ImagePullPolicy: p.pol.Sidecar.ImagePullPolicy,
-		Args:            []string{"sidecar"},
-		RestartPolicy:   &always,
-		Env:             env,
-		Ports:           []corev1.ContainerPort{{Name: "metrics", ContainerPort: p.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
+		// By default the sidecar-only binary itself: the image's
+		// entrypoint, /sparklet, would hand over to it, but only after its
+		// own start, on the way to the JVM's (docs/performance.md).
+		Command:       slices.Clone(p.pol.Sidecar.Command),
+		Args:          []string{"sidecar"},
+		RestartPolicy: &always,
+		Env:           env,
+		Ports:         []corev1.ContainerPort{{Name: "metrics", ContainerPort: p.pol.Sidecar.MetricsPort, Protocol: corev1.ProtocolTCP}},
 		LivenessProbe: &corev1.Probe{
 			ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: metrics}},
 			PeriodSeconds: 10,

@@ -1,6 +1,8 @@
 package policy
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -18,6 +20,11 @@ const (
 
 // DefaultSidecarImage is the sidecar image of a sparklet version.
 func DefaultSidecarImage(version string) string { return "ghcr.io/sparklet/sparklet:" + version }
+
+// DefaultSidecarCommand is the sidecar-only build of sparklet in its
+// image, next to the entrypoint /sparklet, which would hand over to it
+// only after its own, larger start.
+var DefaultSidecarCommand = []string{"/sparklet-sidecar"}
 
 // DefaultDriverServiceAccount is the built-in policy's driver account,
 // the one the chart creates (driver.serviceAccountName).
@@ -57,6 +64,9 @@ func (p *Policy) setDefaults(version string) {
 func (s *Sidecar) SetDefaults(version string) {
 	if s.Image == "" {
 		s.Image = DefaultSidecarImage(version)
+	}
+	if len(s.Command) == 0 {
+		s.Command = slices.Clone(DefaultSidecarCommand)
 	}
 	if s.ImagePullPolicy == "" {
 		s.ImagePullPolicy = corev1.PullIfNotPresent

@@ -188,7 +188,9 @@ type ResourceLimit struct {
 
 // Sidecar configures the injected sidecar container.
 type Sidecar struct {
-	Image           string                       `json:"image,omitempty"`
+	Image string `json:"image,omitempty"`
+	// Command is the sidecar's executable in Image, with args [sidecar].
+	Command         []string                     `json:"command,omitempty"`
 	ImagePullPolicy corev1.PullPolicy            `json:"imagePullPolicy,omitempty"`
 	Port            int32                        `json:"port,omitempty"`
 	MetricsPort     int32                        `json:"metricsPort,omitempty"`

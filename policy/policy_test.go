@@ -19,6 +19,7 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{"credential target", "credentials:\n- {name: s3, secretName: s, mountPath: /s, to: [jvm]}", `credentials[0].to[0]: must be "driver" or "executor"`},
 		{"bad pattern", "allowedImages: ['apache/[spark']", "allowedImages[0]"},
 		{"spark port", "sidecar: {port: 4040}", "sidecar.port: 4040 is one of Spark's own ports"},
+		{"empty sidecar command", "sidecar: {command: ['']}", "sidecar.command: must name the sidecar's executable in its image"},
 		{"bad quantity", "limits:\n  executor: {maxMemory: lots}", "maxMemory"},
 		{"negative limit", "limits: {maxExecutors: -1}", "limits.maxExecutors: must not be negative"},
 		{"zero PVC size", "limits:\n  executor: {maxPVCSize: 0}", "limits.executor.maxPVCSize: must be positive"},

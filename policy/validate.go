@@ -329,6 +329,9 @@ func (v *validator) sidecar(at string, s Sidecar) {
 	if s.Image == "" {
 		v.add(at+".image", "required")
 	}
+	if len(s.Command) == 0 || s.Command[0] == "" {
+		v.add(at+".command", "must name the sidecar's executable in its image: [/sparklet-sidecar] in sparklet's, [/sparklet] in an image with only that")
+	}
 	switch s.ImagePullPolicy {
 	case "", corev1.PullAlways, corev1.PullIfNotPresent, corev1.PullNever:
 	default:
