@@ -324,24 +324,19 @@ func runtimeSteps(r *report, p *startPlace) {
 		}
 		return median(ds).Round(time.Millisecond).String()
 	}
-	initCreated := func(i int) func(podRuntime) (time.Duration, bool) {
+	// initStep is when init container i reached the step that of
+	// records: created or started.
+	initStep := func(i int, of func(podRuntime) map[string]time.Duration) func(podRuntime) (time.Duration, bool) {
 		return func(rt podRuntime) (time.Duration, bool) {
 			if i >= len(rt.inits) {
 				return 0, false
 			}
-			d, ok := rt.created[rt.inits[i]]
+			d, ok := of(rt)[rt.inits[i]]
 			return d, ok
 		}
 	}
-	initStarted := func(i int) func(podRuntime) (time.Duration, bool) {
-		return func(rt podRuntime) (time.Duration, bool) {
-			if i >= len(rt.inits) {
-				return 0, false
-			}
-			d, ok := rt.started[rt.inits[i]]
-			return d, ok
-		}
-	}
+	created := func(rt podRuntime) map[string]time.Duration { return rt.created }
+	started := func(rt podRuntime) map[string]time.Duration { return rt.started }
 	listened := "—"
 	if len(p.listened) > 0 {
 		listened = median(p.listened).Round(time.Millisecond).String()
@@ -352,11 +347,11 @@ func runtimeSteps(r *report, p *startPlace) {
 	r.line("Where the time goes on the %s: the medians, from the sandbox being ready, of each step in containerd's log and of the sidecar's log line saying the Spark container may start (written once it has read its pod, written the JVM's token and made its serving certificate, and listens).", p.name)
 	r.line("")
 	r.table("| step | sparklet | its shape with containers that do nothing |", []string{
-		row("the first init container created (sparklet's sidecar)", initCreated(0)),
-		row("its start returned", initStarted(0)),
+		row("the first init container created (sparklet's sidecar)", initStep(0, created)),
+		row("its start returned", initStep(0, started)),
 		fmt.Sprintf("| the sidecar listens | %s | — |", listened),
-		row("the second init container created (the conf container)", initCreated(1)),
-		row("its start returned; the kubelet runs its postStart hook", initStarted(1)),
+		row("the second init container created (the conf container)", initStep(1, created)),
+		row("its start returned; the kubelet runs its postStart hook", initStep(1, started)),
 		row("the Spark container created, once the hook returned", func(rt podRuntime) (time.Duration, bool) { return rt.span(), true }),
 	})
 }
