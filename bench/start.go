@@ -163,7 +163,7 @@ func startMain(args []string) error {
 					return fmt.Errorf("%s, run %d %s: %w", p.name, i+1, arm.name, err)
 				}
 				p.runtime[a] = append(p.runtime[a], rt)
-				if a == 0 {
+				if !res.listened.IsZero() {
 					p.listened = append(p.listened, res.listened.Sub(rt.ready))
 				}
 			}

@@ -64,16 +64,17 @@ mv "$dst/.sparklet-defaults.tmp" "$dst/` + ConfFile + `"
 var waitForSidecar = pollFor(ServingFile, sidecarSlowNote)
 
 // sidecarSlowNote is what the wait for the sidecar runs at each slow try.
-const sidecarSlowNote = `  if [ $(( $(date +%s) - ${start:=$(date +%s)} )) -ge "${next:=30}" ]; then
+const sidecarSlowNote = `  : "${start:=$(date +%s)}" "${next:=30}"
+  if [ $(( $(date +%s) - start )) -ge "$next" ]; then
     echo "sparklet: waiting ${next}s so far for the sidecar (init container ` + SidecarName + `) to serve the Spark driver; its log says why it does not" >&2
     next=$(( next + 30 ))
   fi
 `
 
 // pollFor is a shell loop that waits until file exists: every 5 ms for
-// its first 100 tries, the time a sidecar takes to serve, then every
-// 50 ms, running slow after each slow try. Each try forks a sleep, so
-// the fast tries end while a start is on time.
+// its first 100 tries, which cover a sidecar that starts on time, then
+// every 50 ms, running the shell text slow before each of those. Each
+// try forks a sleep, so only a start that is late pays the slower tries.
 func pollFor(file, slow string) string {
 	return `n=0
 while [ ! -e ` + file + ` ]; do
