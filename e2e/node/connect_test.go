@@ -55,7 +55,7 @@ const connectAnswer = "RESULT 0:334,1:333,2:333"
 // it stops its SparkContext, the old pod's executors go and the new pod
 // serves the next query.
 func connectServer(ctx context.Context, t *testing.T, ns string) {
-	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
+	ctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
 	defer cancel()
 	site := fixtures.ConnectClientSite(t)
 	example, err := os.ReadFile("../../examples/connect-deployment.yaml")
@@ -189,14 +189,21 @@ spec:
 `, name, account, automount, connectQuery, url, tokenArg, site)
 	kubectl(ctx, t, "-n", ns, "apply", "-f", "-", withStdin(pod))
 	defer func() { _ = cp.Client().CoreV1().Pods(ns).Delete(context.Background(), name, metav1.DeleteOptions{}) }()
+	// The client imports pyspark's Connect client (pandas, pyarrow, grpc)
+	// in a pod asking 100m: seconds on a quiet node, minutes beside
+	// other suites' JVMs.
 	var done *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		p, err := cp.Client().CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
 		done = p
-		return err == nil && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed), nil
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
 	})
 	if err != nil {
-		t.Fatalf("client pod %s never ended: %v\nstatus: %+v", name, err, podStatus(done))
+		out, _ := cp.Client().CoreV1().Pods(ns).GetLogs(name, &corev1.PodLogOptions{Container: "client"}).DoRaw(context.Background())
+		t.Fatalf("client pod %s never ended: %v\nstatus: %+v\nits log so far:\n%s", name, err, podStatus(done), tail(string(out), 20))
 	}
 	out := podLogs(ctx, t, ns, name, "client")
 	for _, line := range strings.Split(out, "\n") {

@@ -122,19 +122,19 @@ spec:
 		pvcResized(ctx, t, pvcRun)
 	})
 
-	// What waits most of its time (idle timeouts, sleeping tasks, a
-	// rollout) runs side by side at the end, in the release as the
-	// subtests above left it and in the jobs namespace, whose policy none
-	// of them changes.
+	// The last three run in the release as the subtests above left it and
+	// in the jobs namespace, whose policy none of them changes, one at a
+	// time: side by side, and beside e2e/realspark's JVMs on a two-core
+	// machine, each took minutes longer than alone.
 	t.Cleanup(func() {
 		helm(context.Background(), t, "uninstall", release, "--namespace", releaseNS)
 		if _, err := cp.Client().AdmissionregistrationV1().MutatingWebhookConfigurations().Get(context.Background(), "sparklet-sparklet", metav1.GetOptions{}); err == nil {
 			t.Errorf("helm uninstall left the MutatingWebhookConfiguration")
 		}
 	})
-	t.Run("DynamicAllocation", func(t *testing.T) { t.Parallel(); dynamicAllocation(ctx, t, jobs) })
-	t.Run("ExecutorResize", func(t *testing.T) { t.Parallel(); executorResize(ctx, t, jobs) })
-	t.Run("ConnectServer", func(t *testing.T) { t.Parallel(); connectServer(ctx, t, jobs) })
+	t.Run("DynamicAllocation", func(t *testing.T) { dynamicAllocation(ctx, t, jobs) })
+	t.Run("ExecutorResize", func(t *testing.T) { executorResize(ctx, t, jobs) })
+	t.Run("ConnectServer", func(t *testing.T) { connectServer(ctx, t, jobs) })
 }
 
 func chartDir(t testing.TB) string {
