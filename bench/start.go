@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
@@ -42,39 +43,91 @@ const (
 // containers that do nothing in the places sparklet's go.
 type startArm struct {
 	name, ns string
-	// shape adds the arm's containers to the bare driver pod.
-	shape func(pod *corev1.Pod, image string)
+	// shape adds the arm's containers to the bare driver pod. injected
+	// are the init containers sparklet gives that pod where the arm runs
+	// (sparklet's sidecar, then its conf container).
+	shape func(pod *corev1.Pod, image string, injected []corev1.Container)
 }
 
+// The arms the report compares by index.
+const (
+	armSparklet = 0
+	armBare     = 1
+	armShape    = 4
+)
+
 // startArms are measured in turn, their order rotating each round. The
-// sparklet arm comes first and the bare pod second; the report compares
-// every arm with the bare pod.
+// report compares every arm with the bare pod, and the last two with
+// sparklet's shape.
 var startArms = []startArm{
-	{name: "with sparklet", ns: startOptedIn, shape: func(*corev1.Pod, string) {}},
-	{name: "without sparklet", ns: startPlain, shape: func(*corev1.Pod, string) {}},
+	armSparklet: {name: "with sparklet", ns: startOptedIn, shape: func(*corev1.Pod, string, []corev1.Container) {}},
+	armBare:     {name: "without sparklet", ns: startPlain, shape: func(*corev1.Pod, string, []corev1.Container) {}},
 	// The kubelet starts a pod's init containers one per sync and syncs
 	// again only when its once-a-second relist sees the last one running
 	// (a native sidecar) or exited (computeInitContainerActions in
 	// pkg/kubelet/kuberuntime/kuberuntime_container.go, v1.37.2), so each
 	// init container costs a relist whatever it does.
-	{name: "one no-op native sidecar", ns: startPlain, shape: func(pod *corev1.Pod, image string) {
+	{name: "one no-op native sidecar", ns: startPlain, shape: func(pod *corev1.Pod, image string, _ []corev1.Container) {
 		pod.Spec.InitContainers = []corev1.Container{noopSidecar("noop-sidecar", image)}
 	}},
-	{name: "a no-op native sidecar, then a no-op regular init container", ns: startPlain, shape: func(pod *corev1.Pod, image string) {
+	{name: "a no-op native sidecar, then a no-op regular init container", ns: startPlain, shape: func(pod *corev1.Pod, image string, _ []corev1.Container) {
 		pod.Spec.InitContainers = []corev1.Container{noopSidecar("noop-sidecar", image), {Name: "noop-init", Image: image, Command: []string{"/bin/true"}}}
 	}},
-	// sparklet's shape: the sidecar, then the conf container, a native
-	// sidecar whose postStart hook holds the Spark container back.
-	{name: "two no-op native sidecars, the second with a no-op postStart hook (sparklet's shape)", ns: startPlain, shape: func(pod *corev1.Pod, image string) {
-		hooked := noopSidecar("noop-hooked", image)
-		hooked.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/true"}}}}
-		pod.Spec.InitContainers = []corev1.Container{noopSidecar("noop-sidecar", image), hooked}
+	armShape: {name: "two no-op native sidecars, the second with a no-op postStart hook (sparklet's shape)", ns: startPlain, shape: func(pod *corev1.Pod, image string, _ []corev1.Container) {
+		noopShape(pod, image)
 	}},
+	// What sparklet's containers carry besides their commands, one part
+	// at a time: the kubelet and the runtime act on both at each start.
+	{name: "sparklet's shape, its no-op containers with sparklet's resources (the conf container's CPU limit among them)", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
+		noopShape(pod, image)
+		for i := range pod.Spec.InitContainers {
+			pod.Spec.InitContainers[i].Resources = *injected[i].Resources.DeepCopy()
+		}
+	}},
+	{name: "sparklet's shape, its no-op containers with sparklet's security contexts", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
+		noopShape(pod, image)
+		for i := range pod.Spec.InitContainers {
+			pod.Spec.InitContainers[i].SecurityContext = injected[i].SecurityContext.DeepCopy()
+		}
+	}},
+}
+
+// noopShape gives pod sparklet's shape with containers that do nothing:
+// the sidecar, then the conf container, a native sidecar whose postStart
+// hook holds the Spark container back.
+func noopShape(pod *corev1.Pod, image string) {
+	hooked := noopSidecar("noop-hooked", image)
+	hooked.Lifecycle = &corev1.Lifecycle{PostStart: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{"/bin/true"}}}}
+	pod.Spec.InitContainers = []corev1.Container{noopSidecar("noop-sidecar", image), hooked}
 }
 
 func noopSidecar(name, image string) corev1.Container {
 	always := corev1.ContainerRestartPolicyAlways
 	return corev1.Container{Name: name, Image: image, RestartPolicy: &always, Command: []string{"/bin/sleep", "3600"}}
+}
+
+// injectedInits is what sparklet's webhook, where pods runs, makes of the
+// bare driver pod: its sidecar and its conf container, read from a server
+// dry run in the namespace that has opted in.
+func injectedInits(ctx context.Context, pods kubernetes.Interface, image string) ([]corev1.Container, error) {
+	// The namespace's service accounts may not exist yet.
+	var got *corev1.Pod
+	var last error
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		got, last = pods.CoreV1().Pods(startOptedIn).Create(ctx, barePod("dry-run", image), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		return last == nil, nil
+	}); err != nil {
+		return nil, fmt.Errorf("dry run of the driver pod: %w (last: %v)", err, last)
+	}
+	var inits []corev1.Container
+	for _, name := range []string{patches.SidecarName, patches.ConfInitName} {
+		i := slices.IndexFunc(got.Spec.InitContainers, func(c corev1.Container) bool { return c.Name == name })
+		if i < 0 {
+			return nil, fmt.Errorf("dry run of the driver pod: no init container %s injected", name)
+		}
+		inits = append(inits, got.Spec.InitContainers[i])
+	}
+	return inits, nil
 }
 
 // startPlace is one cluster the pods start on, with the start latencies
@@ -85,6 +138,8 @@ type startPlace struct {
 	// logs reads the log of container c of the pod ns/name.
 	logs func(ctx context.Context, ns, name, c string) ([]byte, error)
 	took [][]time.Duration // by startArms index
+	// injected are sparklet's init containers here (injectedInits).
+	injected []corev1.Container
 	// containerdLog, on the real node, is containerd's log, which times
 	// the pod's sandbox and its containers' creates and starts to the
 	// nanosecond (readRuntime).
@@ -134,6 +189,9 @@ func startMain(args []string) error {
 	image := "apache/spark:" + d.Version
 	for _, p := range places {
 		p.took, p.runtime = make([][]time.Duration, len(startArms)), make([][]podRuntime, len(startArms))
+		if p.injected, err = injectedInits(ctx, p.pods, image); err != nil {
+			return fmt.Errorf("%s: %w", p.name, err)
+		}
 		// One of each first, unmeasured: the first pod of a namespace
 		// waits for its service account and warms caches.
 		for a, arm := range startArms {
@@ -196,13 +254,8 @@ func startOnce(ctx context.Context, place *startPlace, arm startArm, name, image
 		return startResult{}, err
 	}
 	defer w.Stop()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"spark-role": "driver"}},
-		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
-			Name: "spark", Image: image, Command: []string{"/bin/sh", "-c", startMarker},
-		}}},
-	}
-	arm.shape(pod, image)
+	pod := barePod(name, image)
+	arm.shape(pod, image, place.injected)
 	// A no-op sidecar's sleep, PID 1 of its container, ignores the
 	// kubelet's SIGTERM at the pod's end: without this each such pod ends
 	// only after the default 30 s grace. The start measured is unchanged.
@@ -244,6 +297,16 @@ func startOnce(ctx context.Context, place *startPlace, arm startArm, name, image
 	return startResult{}, fmt.Errorf("pod %s/%s: %w before it succeeded", ns, name, ctx.Err())
 }
 
+// barePod is the driver pod every arm starts from.
+func barePod(name, image string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"spark-role": "driver"}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+			Name: "spark", Image: image, Command: []string{"/bin/sh", "-c", startMarker},
+		}}},
+	}
+}
+
 // sidecarListened is the time of the sidecar's log line that says it
 // listens, and so lets the conf container's hook hold the Spark container
 // back no longer.
@@ -267,11 +330,11 @@ func startReport(r *report, places []*startPlace, n int, image string, loads [2]
 	r.line("%s; %d CPUs (%s/%s), %s; Kubernetes %s; sparklet %s. Reproduce: `make bench-start` (options: `go run ./bench start -h`).",
 		time.Now().UTC().Format("2006-01-02 15:04 MST"), runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version(), k8s, gitVersion())
 	r.line("")
-	r.line("The same driver pod (label `spark-role=driver`, image `%s`, its Spark container's command `%s`) created %d times in each of five ways, taking turns (the order rotates each round): in a namespace that has opted in (sparklet injects it: its native sidecar and its conf container, a native sidecar too, start before the Spark container); in one that has not; and, as the kubelet's own floor, in the one that has not with containers that do nothing (`sleep`, `true`): one native sidecar; a native sidecar followed by a regular init container, which the kubelet sees exit only at its next relist of the runtime, once a second (how sparklet's conf copy ran before); and two native sidecars, the second with a postStart hook, which is sparklet's shape (the sidecar, then the conf container, whose hook holds the Spark container back). Measured from the pod's scheduling (the bench's watch sees `spec.nodeName` set) to the Spark container's process printing the time (where the JVM would be exec'd), both on this machine's clock; the kubelet's own timestamps have a resolution of one second. The JVM's own start after that is the same either way. The policy is `%s`.", image, startMarker, n, nodeBenchPolicy)
+	r.line("The same driver pod (label `spark-role=driver`, image `%s`, its Spark container's command `%s`) created %d times in each of %d ways, taking turns (the order rotates each round): in a namespace that has opted in (sparklet injects it: its native sidecar and its conf container, a native sidecar too, start before the Spark container); in one that has not; and, as the kubelet's own floor, in the one that has not with containers that do nothing (`sleep`, `true`): one native sidecar; a native sidecar followed by a regular init container, which the kubelet sees exit only at its next relist of the runtime, once a second (how sparklet's conf copy ran before); two native sidecars, the second with a postStart hook, which is sparklet's shape (the sidecar, then the conf container, whose hook holds the Spark container back); and that shape once with the resources of sparklet's two containers and once with their security contexts, as sparklet's webhook gives them to this pod (a server dry run). Measured from the pod's scheduling (the bench's watch sees `spec.nodeName` set) to the Spark container's process printing the time (where the JVM would be exec'd), both on this machine's clock; the kubelet's own timestamps have a resolution of one second. The JVM's own start after that is the same either way. The policy is `%s`.", image, startMarker, n, len(startArms), nodeBenchPolicy)
 	r.line("")
 	var rows []string
 	for _, p := range places {
-		bare := median(p.took[1])
+		bare := median(p.took[armBare])
 		for a, arm := range startArms {
 			m := median(p.took[a])
 			rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s | %.2f× |", p.name, arm.name,
@@ -280,10 +343,11 @@ func startReport(r *report, places []*startPlace, n int, image string, loads [2]
 	}
 	r.table("| where | the pod | median | p90 | added to the bare pod (medians) | ratio |", rows)
 	for _, p := range places {
-		s, pl, shape := median(p.took[0]), median(p.took[1]), median(p.took[len(startArms)-1])
-		r.line("- %s: sparklet adds %s at the median (target at most 300 ms): %s Containers that do nothing in sparklet's places add %s; sparklet's own work adds %s to that.", p.name,
+		s, pl, shape := median(p.took[armSparklet]), median(p.took[armBare]), median(p.took[armShape])
+		r.line("- %s: sparklet adds %s at the median (target at most 300 ms): %s Containers that do nothing in sparklet's places add %s; sparklet's own work adds %s to that. Of that work, its containers' resources alone add %s to the shape, their security contexts alone %s.", p.name,
 			(s - pl).Round(time.Millisecond), map[bool]string{true: "met.", false: "**missed**."}[s-pl <= 300*time.Millisecond],
-			(shape - pl).Round(time.Millisecond), (s - shape).Round(time.Millisecond))
+			(shape - pl).Round(time.Millisecond), (s - shape).Round(time.Millisecond),
+			(median(p.took[armShape+1]) - shape).Round(time.Millisecond), (median(p.took[armShape+2]) - shape).Round(time.Millisecond))
 	}
 	r.line("")
 	for _, p := range places {
@@ -295,7 +359,7 @@ func startReport(r *report, places []*startPlace, n int, image string, loads [2]
 			spans := spanOf(p.runtime[a])
 			parts = append(parts, fmt.Sprintf("%s %s (p90 %s)", arm.name, median(spans).Round(time.Millisecond), pct(sorted(spans), 0.9).Round(time.Millisecond)))
 		}
-		s, pl := median(spanOf(p.runtime[0])), median(spanOf(p.runtime[1]))
+		s, pl := median(spanOf(p.runtime[armSparklet])), median(spanOf(p.runtime[armBare]))
 		r.line("On the %s, from containerd's own log (nanoseconds), the time from the pod's sandbox being ready to the kubelet's request to create the Spark container, which is where init containers run, at the median: %s. **sparklet adds %s** (target at most 300 ms: %s).", p.name,
 			strings.Join(parts, "; "), (s - pl).Round(time.Millisecond), map[bool]string{true: "met", false: "**missed**"}[s-pl <= 300*time.Millisecond])
 		r.line("")
@@ -309,7 +373,6 @@ func startReport(r *report, places []*startPlace, n int, image string, loads [2]
 // the medians, from the sandbox being ready, of containerd's log lines
 // and of the sidecar's own.
 func runtimeSteps(r *report, p *startPlace) {
-	shape := len(startArms) - 1
 	// step is the median over arm a's pods of what at finds in each.
 	step := func(a int, at func(podRuntime) (time.Duration, bool)) string {
 		var ds []time.Duration
@@ -341,14 +404,14 @@ func runtimeSteps(r *report, p *startPlace) {
 		listened = median(p.listened).Round(time.Millisecond).String()
 	}
 	row := func(what string, at func(podRuntime) (time.Duration, bool)) string {
-		return fmt.Sprintf("| %s | %s | %s |", what, step(0, at), step(shape, at))
+		return fmt.Sprintf("| %s | %s | %s | %s | %s |", what, step(armSparklet, at), step(armShape, at), step(armShape+1, at), step(armShape+2, at))
 	}
 	r.line("Where the time goes on the %s: the medians, from the sandbox being ready, of each step in containerd's log and of the sidecar's log line saying the Spark container may start (written once it has read its pod, written the JVM's token and made its serving certificate, and listens).", p.name)
 	r.line("")
-	r.table("| step | sparklet | its shape with containers that do nothing |", []string{
+	r.table("| step | sparklet | its shape with containers that do nothing | … with sparklet's resources | … with sparklet's security contexts |", []string{
 		row("the first init container created (sparklet's sidecar)", initStep(0, created)),
 		row("its start returned", initStep(0, started)),
-		fmt.Sprintf("| the sidecar listens | %s | — |", listened),
+		fmt.Sprintf("| the sidecar listens | %s | — | — | — |", listened),
 		row("the second init container created (the conf container)", initStep(1, created)),
 		row("its start returned; the kubelet runs its postStart hook", initStep(1, started)),
 		row("the Spark container created, once the hook returned", func(rt podRuntime) (time.Duration, bool) { return rt.span(), true }),
