@@ -51,9 +51,11 @@ type startArm struct {
 
 // The arms the report compares by index.
 const (
-	armSparklet = 0
-	armBare     = 1
-	armShape    = 4
+	armSparklet          = 0
+	armBare              = 1
+	armShape             = 4
+	armShapeResources    = 5
+	armShapeSecurityCtxs = 6
 )
 
 // startArms are measured in turn, their order rotating each round. The
@@ -78,13 +80,13 @@ var startArms = []startArm{
 	}},
 	// What sparklet's containers carry besides their commands, one part
 	// at a time: the kubelet and the runtime act on both at each start.
-	{name: "sparklet's shape, its no-op containers with sparklet's resources (the conf container's CPU limit among them)", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
+	armShapeResources: {name: "sparklet's shape, its no-op containers with sparklet's resources (the conf container's CPU limit among them)", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
 		noopShape(pod, image)
 		for i := range pod.Spec.InitContainers {
 			pod.Spec.InitContainers[i].Resources = *injected[i].Resources.DeepCopy()
 		}
 	}},
-	{name: "sparklet's shape, its no-op containers with sparklet's security contexts", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
+	armShapeSecurityCtxs: {name: "sparklet's shape, its no-op containers with sparklet's security contexts", ns: startPlain, shape: func(pod *corev1.Pod, image string, injected []corev1.Container) {
 		noopShape(pod, image)
 		for i := range pod.Spec.InitContainers {
 			pod.Spec.InitContainers[i].SecurityContext = injected[i].SecurityContext.DeepCopy()
@@ -106,8 +108,8 @@ func noopSidecar(name, image string) corev1.Container {
 	return corev1.Container{Name: name, Image: image, RestartPolicy: &always, Command: []string{"/bin/sleep", "3600"}}
 }
 
-// injectedInits is what sparklet's webhook, where pods runs, makes of the
-// bare driver pod: its sidecar and its conf container, read from a server
+// injectedInits is what sparklet's webhook in the cluster of pods makes of
+// the bare driver pod: its sidecar and its conf container, read from a server
 // dry run in the namespace that has opted in.
 func injectedInits(ctx context.Context, pods kubernetes.Interface, image string) ([]corev1.Container, error) {
 	// The namespace's service accounts may not exist yet.
@@ -347,7 +349,7 @@ func startReport(r *report, places []*startPlace, n int, image string, loads [2]
 		r.line("- %s: sparklet adds %s at the median (target at most 300 ms): %s Containers that do nothing in sparklet's places add %s; sparklet's own work adds %s to that. Of that work, its containers' resources alone add %s to the shape, their security contexts alone %s.", p.name,
 			(s - pl).Round(time.Millisecond), map[bool]string{true: "met.", false: "**missed**."}[s-pl <= 300*time.Millisecond],
 			(shape - pl).Round(time.Millisecond), (s - shape).Round(time.Millisecond),
-			(median(p.took[armShape+1]) - shape).Round(time.Millisecond), (median(p.took[armShape+2]) - shape).Round(time.Millisecond))
+			(median(p.took[armShapeResources]) - shape).Round(time.Millisecond), (median(p.took[armShapeSecurityCtxs]) - shape).Round(time.Millisecond))
 	}
 	r.line("")
 	for _, p := range places {
@@ -404,7 +406,7 @@ func runtimeSteps(r *report, p *startPlace) {
 		listened = median(p.listened).Round(time.Millisecond).String()
 	}
 	row := func(what string, at func(podRuntime) (time.Duration, bool)) string {
-		return fmt.Sprintf("| %s | %s | %s | %s | %s |", what, step(armSparklet, at), step(armShape, at), step(armShape+1, at), step(armShape+2, at))
+		return fmt.Sprintf("| %s | %s | %s | %s | %s |", what, step(armSparklet, at), step(armShape, at), step(armShapeResources, at), step(armShapeSecurityCtxs, at))
 	}
 	r.line("Where the time goes on the %s: the medians, from the sandbox being ready, of each step in containerd's log and of the sidecar's log line saying the Spark container may start (written once it has read its pod, written the JVM's token and made its serving certificate, and listens).", p.name)
 	r.line("")
