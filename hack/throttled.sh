@@ -8,7 +8,8 @@
 #   hack/throttled.sh [seconds] [containerd.log]
 #
 # seconds defaults to 240; the log to bench start's. Needs root (it reads
-# the node's cgroups, cgroup v1, under /sys/fs/cgroup/cpu/sparklet-node).
+# the node's cgroups, cgroup v1, under /sys/fs/cgroup/cpu/sparklet-node:
+# test/node's cgroupRoot).
 set -eu
 seconds=${1:-240}
 log=${2:-.cache/bench-start/node/node/logs/containerd.log}
