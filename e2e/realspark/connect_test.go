@@ -130,16 +130,23 @@ func waitConnectApp(t *testing.T, ns, pod, podApp, not string, n int) string {
 }
 
 // waitServerStarted waits until the pod's Spark container has logged the
-// start of n Connect servers (SparkConnectServer.main, 4.3.0).
+// start of n Connect servers (SparkConnectServer.main, 4.3.0), and logs
+// how long that took. The wait covers a JVM's boot and its SparkContext,
+// which waits up to 30 s for executors (maxRegisteredResourcesWaitingTime):
+// alone about a minute, and in make test, beside the other parallel tests'
+// JVMs and e2e/node, once over two (the driver's first log line a minute
+// after its sidecar listened); it gets as long as waitConnectApp's.
 func waitServerStarted(t *testing.T, ns, pod string, n int) {
 	t.Helper()
 	const started = "Spark Connect server started at"
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 2*time.Minute, true, func(context.Context) (bool, error) {
+	from := time.Now()
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 4*time.Minute, true, func(context.Context) (bool, error) {
 		return strings.Count(log(ns, pod, "spark"), started) >= n, nil
 	})
 	if err != nil {
 		t.Fatalf("the log does not say %q %d times\n%s", started, n, driverLogTail(ns, pod))
 	}
+	t.Logf("%s: Connect server %d started %v after the wait began", pod, n, time.Since(from).Round(time.Second))
 }
 
 func restarts(statuses []corev1.ContainerStatus, name string) int32 {
