@@ -13,13 +13,17 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/sparklet/sparklet/patches"
 	"github.com/sparklet/sparklet/policy"
 )
 
 // DryRunPolicy sends a pod made of each pod-settings section of the policy
 // to the API server as a server-side dry run (nothing is stored), so that
 // the API server's own validation and admission (priority classes, service
-// accounts, Pod Security) judge the fields the policy holds. Cluster
+// accounts, Pod Security) judge the fields the policy holds; and a pod with
+// the resources of each container sparklet injects in every driver, so that
+// a LimitRange (a per-container maximum, minimum or maxLimitRequestRatio)
+// judges them, whose message does not name the container. Cluster
 // sections are tried in namespace ns, a namespace's sections in that
 // namespace. It returns one problem per refused section, prefixed with the
 // section's path, and a note per namespace section not tried because its
@@ -27,11 +31,42 @@ import (
 func DryRunPolicy(ctx context.Context, client kubernetes.Interface, p *policy.Policy, ns string) (problems, notes []string, err error) {
 	type section struct {
 		path, ns string
-		s        policy.PodSettings
+		pod      *corev1.Pod
 	}
-	sections := []section{
-		{"driver.defaults", ns, p.Driver.Defaults}, {"driver.enforced", ns, p.Driver.Enforced},
-		{"executor.defaults", ns, p.Executor.Defaults}, {"executor.enforced", ns, p.Executor.Enforced},
+	var sections []section
+	settings := func(path, ns string, s policy.PodSettings) {
+		if !isEmpty(s) {
+			sections = append(sections, section{path, ns, podOf(s)})
+		}
+	}
+	settings("driver.defaults", ns, p.Driver.Defaults)
+	settings("driver.enforced", ns, p.Driver.Enforced)
+	settings("executor.defaults", ns, p.Executor.Defaults)
+	settings("executor.enforced", ns, p.Executor.Enforced)
+	ranges, err := client.CoreV1().LimitRanges(ns).List(ctx, metav1.ListOptions{})
+	switch {
+	case apierrors.IsForbidden(err):
+		notes = append(notes, fmt.Sprintf("sidecar: could not list the LimitRanges of namespace %s (%s); the dry run judges sparklet's containers with their defaults, which injected containers do not get", ns, apiMessage(err)))
+		ranges = &corev1.LimitRangeList{}
+	case err != nil:
+		return nil, nil, fmt.Errorf("list the LimitRanges of namespace %s: %w", ns, err)
+	}
+	for _, r := range []struct {
+		path, container string
+		r               *corev1.ResourceRequirements
+	}{{"sidecar.resources", patches.SidecarName, p.Sidecar.Resources}, {"sidecar.confResources", patches.ConfInitName, p.Sidecar.ConfResources}} {
+		if r.r == nil {
+			continue
+		}
+		// A container the dry run's LimitRange defaults would complete is
+		// judged here instead: the injected one does not get them.
+		if missing := missingUnderLimitRanges(ranges.Items, *r.r); len(missing) > 0 {
+			for _, m := range missing {
+				problems = append(problems, fmt.Sprintf("%s: in namespace %s, %s", r.path, ns, m))
+			}
+			continue
+		}
+		sections = append(sections, section{r.path, ns, injectedOf(r.container, *r.r)})
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.Namespaces)) {
 		n := p.Namespaces[name]
@@ -42,16 +77,13 @@ func DryRunPolicy(ctx context.Context, client kubernetes.Interface, p *policy.Po
 		} else if err != nil {
 			return nil, nil, fmt.Errorf("read namespace %s: %w", name, err)
 		}
-		sections = append(sections,
-			section{at + ".driver.defaults", name, n.Driver.Defaults}, section{at + ".driver.enforced", name, n.Driver.Enforced},
-			section{at + ".executor.defaults", name, n.Executor.Defaults}, section{at + ".executor.enforced", name, n.Executor.Enforced})
+		settings(at+".driver.defaults", name, n.Driver.Defaults)
+		settings(at+".driver.enforced", name, n.Driver.Enforced)
+		settings(at+".executor.defaults", name, n.Executor.Defaults)
+		settings(at+".executor.enforced", name, n.Executor.Enforced)
 	}
 	for _, sec := range sections {
-		if isEmpty(sec.s) {
-			continue
-		}
-		pod := podOf(sec.s)
-		_, err := client.CoreV1().Pods(sec.ns).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "sparklet-policy-validate"})
+		_, err := client.CoreV1().Pods(sec.ns).Create(ctx, sec.pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}, FieldManager: "sparklet-policy-validate"})
 		if err == nil {
 			continue
 		}
@@ -61,6 +93,19 @@ func DryRunPolicy(ctx context.Context, client kubernetes.Interface, p *policy.Po
 		problems = append(problems, fmt.Sprintf("%s: the API server refuses it (dry run in namespace %s): %s", sec.path, sec.ns, apiMessage(err)))
 	}
 	return problems, notes, nil
+}
+
+// injectedOf is a pod of one container with the name, the security
+// context and the resources that sparklet gives an injected container, so
+// that Pod Security judges it as it judges sparklet's.
+func injectedOf(name string, r corev1.ResourceRequirements) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "sparklet-policy-dry-run-"},
+		Spec: corev1.PodSpec{
+			Containers:    []corev1.Container{{Name: name, Image: "sparklet.invalid/policy-dry-run", Resources: r, SecurityContext: patches.RestrictedContext()}},
+			RestartPolicy: corev1.RestartPolicyNever,
+		},
+	}
 }
 
 func isEmpty(s policy.PodSettings) bool {

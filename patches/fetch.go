@@ -57,7 +57,7 @@ func addInitContainer(pod *corev1.Pod, p *plan, done *Status) error {
 			{Name: VolumeDeps, MountPath: spec.MountPath},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          restrictedContext(),
+		SecurityContext:          RestrictedContext(),
 	}
 	// Appended, not inserted, so the pod's own init containers keep their
 	// positions and the patch leaves them untouched.

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/sparklet/sparklet/vocab"
 )
@@ -179,29 +178,21 @@ func addConfInit(pod *corev1.Pod, p *plan, done *Status) error {
 	if p.imageConf != nil {
 		env = append(env, *p.imageConf)
 	}
-	// Its start (runc's init, the copy, the hook's exec) uses 35 to 45 ms
-	// of CPU in about 150 ms: at 100m, a 10 ms quota per 100 ms period,
-	// the kernel throttled it in every start measured, 12 to 47 ms, and
-	// its hook, which the Spark container waits on, took longer (bench
-	// start and hack/throttled.sh on the real node). 500m is a quota of
-	// 50 ms, above what it uses.
-	limits := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
 	always := corev1.ContainerRestartPolicyAlways
 	init := corev1.Container{
-		Name:            ConfInitName,
-		Image:           c.Image,
-		ImagePullPolicy: c.ImagePullPolicy,
-		RestartPolicy:   &always,
-		Command:         []string{"/bin/sh", "-c", confContainerScript(p)},
-		Lifecycle:       confReadyHook,
-		Env:             env,
-		VolumeMounts:    mounts,
-		Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
-			Limits:   limits,
-		},
+		Name:                     ConfInitName,
+		Image:                    c.Image,
+		ImagePullPolicy:          c.ImagePullPolicy,
+		RestartPolicy:            &always,
+		Command:                  []string{"/bin/sh", "-c", confContainerScript(p)},
+		Lifecycle:                confReadyHook,
+		Env:                      env,
+		VolumeMounts:             mounts,
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          c.SecurityContext.DeepCopy(),
+	}
+	if r := p.pol.Sidecar.ConfResources; r != nil {
+		init.Resources = *r.DeepCopy()
 	}
 	// Right after the sidecar, which the pod's own init containers come
 	// before: they may prepare the conf directory. It waits for the

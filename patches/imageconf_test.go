@@ -2,6 +2,7 @@ package patches
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -79,6 +80,37 @@ func TestConfInitRunsTheSparkImage(t *testing.T) {
 		!strings.Contains(pod.Annotations[vocab.AnnotationStatus], `"`+VolumeSpark+`"`) {
 		t.Errorf("status %s does not list %s", pod.Annotations[vocab.AnnotationStatus], ConfInitName)
 	}
+}
+
+// The conf container has the policy's sidecar.confResources, and the
+// built-in ones when the policy is silent.
+func TestConfInitResourcesFromThePolicy(t *testing.T) {
+	for _, tc := range []struct{ name, policy, want string }{
+		{"built in", testPolicy, "cpu 10m, memory 16Mi / cpu 500m, memory 64Mi"},
+		{"the policy's", testPolicy + "\nsidecar:\n  confResources: {requests: {cpu: 50m, memory: 24Mi}, limits: {cpu: 500m, memory: 48Mi}}\n",
+			"cpu 50m, memory 24Mi / cpu 500m, memory 48Mi"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := driverPod()
+			if _, err := inject(t, pod, mustPolicy(t, tc.policy)); err != nil {
+				t.Fatal(err)
+			}
+			r := confInit(t, pod).Resources
+			if got := resourceText(r.Requests) + " / " + resourceText(r.Limits); got != tc.want {
+				t.Errorf("conf container resources %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+// resourceText is "cpu 10m, memory 16Mi", sorted by name.
+func resourceText(l corev1.ResourceList) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		q := l[name]
+		parts = append(parts, string(name)+" "+q.String())
+	}
+	return strings.Join(parts, ", ")
 }
 
 // The user's SPARK_CONF_DIR is where the conf init container copies from,

@@ -70,7 +70,7 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 			{Name: VolumeToken, MountPath: ServiceAccount, ReadOnly: true},
 		},
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
-		SecurityContext:          restrictedContext(),
+		SecurityContext:          RestrictedContext(),
 	}
 	if r := p.pol.Sidecar.Resources; r != nil {
 		sc.Resources = *r.DeepCopy()
@@ -80,11 +80,11 @@ func addSidecar(pod *corev1.Pod, p *plan, done *Status) error {
 	return nil
 }
 
-// restrictedContext is the security context of the containers sparklet
+// RestrictedContext is the security context of the containers sparklet
 // injects. The group is set too: sparklet's image has no /etc/passwd, and
 // for a runAsUser alone containerd then runs the process in group 0
 // (oci.WithUserID, containerd v2.4).
-func restrictedContext() *corev1.SecurityContext {
+func RestrictedContext() *corev1.SecurityContext {
 	yes, no := true, false
 	uid := sidecarUID
 	return &corev1.SecurityContext{

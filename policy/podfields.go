@@ -3,6 +3,7 @@ package policy
 import (
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -53,14 +54,27 @@ func podFieldErrors(at string, s PodSettings) field.ErrorList {
 			errs = append(errs, enum(sp.Child("procMount"), string(*sc.ProcMount), string(corev1.DefaultProcMount), string(corev1.UnmaskedProcMount))...)
 		}
 	}
-	if r := s.Resources; r != nil {
-		for name, req := range r.Requests {
-			if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
-				errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(), "must be less than or equal to the "+string(name)+" limit "+lim.String()))
-			}
-		}
+	for _, name := range requestsOverLimits(s.Resources) {
+		req, lim := s.Resources.Requests[name], s.Resources.Limits[name]
+		errs = append(errs, field.Invalid(p.Child("resources", "requests").Key(string(name)), req.String(), "must be less than or equal to the "+string(name)+" limit "+lim.String()))
 	}
 	return errs
+}
+
+// requestsOverLimits names, sorted, the resources whose request is above
+// their limit, which the API server refuses.
+func requestsOverLimits(r *corev1.ResourceRequirements) []corev1.ResourceName {
+	if r == nil {
+		return nil
+	}
+	var over []corev1.ResourceName
+	for name, req := range r.Requests {
+		if lim, ok := r.Limits[name]; ok && req.Cmp(lim) > 0 {
+			over = append(over, name)
+		}
+	}
+	slices.Sort(over)
+	return over
 }
 
 func enum(p *field.Path, v string, allowed ...string) field.ErrorList {

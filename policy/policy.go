@@ -195,6 +195,9 @@ type Sidecar struct {
 	Port            int32                        `json:"port,omitempty"`
 	MetricsPort     int32                        `json:"metricsPort,omitempty"`
 	Resources       *corev1.ResourceRequirements `json:"resources,omitempty"`
+	// ConfResources are those of the conf container (sparklet-spark-conf),
+	// which runs the Spark image beside the sidecar for the pod's life.
+	ConfResources *corev1.ResourceRequirements `json:"confResources,omitempty"`
 	// CreateQPS and CreateConcurrency bound executor creation.
 	CreateQPS         float64 `json:"createQPS,omitempty"`
 	CreateConcurrency int     `json:"createConcurrency,omitempty"`

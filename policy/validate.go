@@ -360,6 +360,15 @@ func (v *validator) sidecar(at string, s Sidecar) {
 	if s.TokenExpirationSeconds != 0 && s.TokenExpirationSeconds < 600 {
 		v.add(at+".tokenExpirationSeconds", "must be at least 600 (the kubelet's minimum), got %d", s.TokenExpirationSeconds)
 	}
+	for _, r := range []struct {
+		name string
+		r    *corev1.ResourceRequirements
+	}{{"resources", s.Resources}, {"confResources", s.ConfResources}} {
+		for _, name := range requestsOverLimits(r.r) {
+			req, lim := r.r.Requests[name], r.r.Limits[name]
+			v.add(at+"."+r.name+".requests."+string(name), "%s is above the %s limit %s; make it at most that", req.String(), name, lim.String())
+		}
+	}
 	if s.ExecutorScheduleDeadlineSeconds < 0 {
 		v.add(at+".executorScheduleDeadlineSeconds", "must not be negative, got %d (0 or absent: %d)", s.ExecutorScheduleDeadlineSeconds, DefaultScheduleDeadline)
 	}
