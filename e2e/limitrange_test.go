@@ -35,10 +35,7 @@ const tunedSidecars = `sidecar:
 func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 	ctx := ctxFor(t)
 	optedIn := namespace(t, true)
-	plain := optedIn + "-plain"
-	if err := env.CreateNamespace(ctx, plain, false); err != nil {
-		t.Fatal(err)
-	}
+	plain := plainNamespace(t, optedIn+"-plain")
 	for _, ns := range []string{optedIn, plain} {
 		lr := &corev1.LimitRange{ObjectMeta: metav1.ObjectMeta{Name: "cpu-ratio"}, Spec: corev1.LimitRangeSpec{Limits: []corev1.LimitRangeItem{{
 			Type:                 corev1.LimitTypeContainer,
@@ -50,19 +47,20 @@ func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}
-	if _, err := env.Client.CoreV1().ServiceAccounts(plain).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 	const refused = "cpu max limit to request ratio per Container is 10"
 	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
 
-	// What a user sees: the webhook's driver, with the built-in resources.
-	_, err := env.Client.CoreV1().Pods(optedIn).Create(ctx, examplePod(t, "spark-pi-pod.yaml"), dryRun)
-	if err == nil || !strings.Contains(err.Error(), refused) {
-		t.Fatalf("the injected driver under the LimitRange: err %v, want the API server's %q", err, refused)
+	// What a user sees: the webhook's driver, with the built-in resources
+	// (the PySpark example fetches its dependencies in sparklet's init
+	// container, which has the sidecar's).
+	examples := []string{"spark-pi-pod.yaml", "pyspark-pod.yaml"}
+	for _, file := range examples {
+		_, err := env.Client.CoreV1().Pods(optedIn).Create(ctx, examplePod(t, file), dryRun)
+		if err == nil || !strings.Contains(err.Error(), refused) {
+			t.Fatalf("the injected %s under the LimitRange: err %v, want the API server's %q", file, err, refused)
+		}
+		t.Logf("the API server to the injected %s: %v", file, err)
 	}
-	t.Logf("the API server to the injected driver: %v", err)
 
 	example, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
@@ -92,30 +90,54 @@ func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 	// again. Created whole, it gets the LimitRange's defaults for what it
 	// leaves out, which the webhook's containers do not (validate above);
 	// what the policy sets is judged as the webhook's would be.
-	pod, err := os.ReadFile("../examples/spark-pi-pod.yaml")
-	if err != nil {
+	for _, file := range examples {
+		pod, err := os.ReadFile("../examples/" + file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tc := range []struct {
+			policy string
+			admit  bool
+		}{{builtIn, false}, {tuned, true}} {
+			_, err := env.Client.CoreV1().Pods(plain).Create(ctx, injectedBy(t, pod, plain, tc.policy), dryRun)
+			switch {
+			case tc.admit && err != nil:
+				t.Errorf("%s injected with %s: %v, want it admitted", file, filepath.Base(tc.policy), err)
+			case !tc.admit && (err == nil || !strings.Contains(err.Error(), refused)):
+				t.Errorf("%s injected with %s: err %v, want the API server's %q", file, filepath.Base(tc.policy), err, refused)
+			}
+		}
+	}
+}
+
+// plainNamespace creates a namespace that has not opted in, with the
+// example policy's driver ServiceAccount, for drivers that sparklet inject
+// injected.
+func plainNamespace(t *testing.T, name string) string {
+	t.Helper()
+	if err := env.CreateNamespace(ctxFor(t), name, false); err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		policy string
-		admit  bool
-	}{{builtIn, false}, {tuned, true}} {
-		out, stderr, code := sparklet(t, pod, "inject", "-f", "-", "-n", plain, "--policy", tc.policy, "--log-level=error")
-		if code != 0 {
-			t.Fatalf("inject with %s: exit %d\n%s", filepath.Base(tc.policy), code, stderr)
-		}
-		var injected corev1.Pod
-		if err := yaml.UnmarshalStrict([]byte(out), &injected); err != nil {
-			t.Fatalf("inject with %s printed no pod: %v\n%s", filepath.Base(tc.policy), err, out)
-		}
-		_, err := env.Client.CoreV1().Pods(plain).Create(ctx, &injected, dryRun)
-		switch {
-		case tc.admit && err != nil:
-			t.Errorf("the driver injected with %s: %v, want it admitted", filepath.Base(tc.policy), err)
-		case !tc.admit && (err == nil || !strings.Contains(err.Error(), refused)):
-			t.Errorf("the driver injected with %s: err %v, want the API server's %q", filepath.Base(tc.policy), err, refused)
-		}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}
+	if _, err := env.Client.CoreV1().ServiceAccounts(name).Create(ctxFor(t), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	return name
+}
+
+// injectedBy is the pod that sparklet inject makes of pod (YAML) for
+// namespace ns with the policy file.
+func injectedBy(t *testing.T, pod []byte, ns, policyFile string) *corev1.Pod {
+	t.Helper()
+	out, stderr, code := sparklet(t, pod, "inject", "-f", "-", "-n", ns, "--policy", policyFile, "--log-level=error")
+	if code != 0 {
+		t.Fatalf("inject with %s: exit %d\n%s", filepath.Base(policyFile), code, stderr)
+	}
+	var injected corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(out), &injected); err != nil {
+		t.Fatalf("inject with %s printed no pod: %v\n%s", filepath.Base(policyFile), err, out)
+	}
+	return &injected
 }
 
 // sparklet runs the CLI from SPARKLET_BIN_DIR against the local control
@@ -130,4 +152,65 @@ func sparklet(t *testing.T, stdin []byte, args ...string) (string, string, int) 
 		t.Fatal(err)
 	}
 	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
+// A ResourceQuota makes the API server ask every container, init
+// containers too, for the requests and limits it counts. The built-in
+// resources have every request, so a quota on requests admits the driver
+// (sparklet's init container, which fetches dependencies, had none). On
+// limits.cpu the sidecar and the init container have no CPU limit, and
+// every driver is refused even when its own Spark container has one; with
+// sidecar.resources giving one, the driver is admitted.
+func TestResourceQuotaAndInjectedContainers(t *testing.T) {
+	ctx := ctxFor(t)
+	optedIn := namespace(t, true)
+	plain, requests := plainNamespace(t, optedIn+"-plain"), optedIn+"-requests"
+	if err := env.CreateNamespace(ctx, requests, true); err != nil {
+		t.Fatal(err)
+	}
+	onRequests := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "requests"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		corev1.ResourceRequestsCPU: resource.MustParse("20"), corev1.ResourceRequestsMemory: resource.MustParse("20Gi")}}}
+	if _, err := env.Client.CoreV1().ResourceQuotas(requests).Create(ctx, onRequests, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{optedIn, plain} {
+		quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "cpu"}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+			corev1.ResourceLimitsCPU: resource.MustParse("20"), corev1.ResourceRequestsCPU: resource.MustParse("20")}}}
+		if _, err := env.Client.CoreV1().ResourceQuotas(ns).Create(ctx, quota, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The user's own container has what the quotas ask for.
+	withLimits := func(pod *corev1.Pod) *corev1.Pod {
+		pod.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("1Gi")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}
+		return pod
+	}
+	dryRun := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	if _, err := env.Client.CoreV1().Pods(requests).Create(ctx, withLimits(examplePod(t, "pyspark-pod.yaml")), dryRun); err != nil {
+		t.Errorf("the injected driver under a quota on requests: %v, want it admitted", err)
+	}
+	_, err := env.Client.CoreV1().Pods(optedIn).Create(ctx, withLimits(examplePod(t, "pyspark-pod.yaml")), dryRun)
+	if err == nil || !strings.Contains(err.Error(), "must specify limits.cpu") {
+		t.Fatalf("the injected driver under the quota: err %v, want the API server asking for limits.cpu", err)
+	}
+	t.Logf("the API server to the injected driver: %v", err)
+
+	example, err := os.ReadFile("../examples/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tuned := filepath.Join(t.TempDir(), "tuned.yaml")
+	if err := os.WriteFile(tuned, append(example, tunedSidecars...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pod, err := yaml.Marshal(withLimits(examplePod(t, "pyspark-pod.yaml")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := env.Client.CoreV1().Pods(plain).Create(ctx, injectedBy(t, pod, plain, tuned), dryRun); err != nil {
+		t.Errorf("the driver injected with sidecar.resources and confResources under the quota: %v, want it admitted", err)
+	}
 }

@@ -59,6 +59,12 @@ func addInitContainer(pod *corev1.Pod, p *plan, done *Status) error {
 		TerminationMessagePolicy: corev1.TerminationMessageFallbackToLogsOnError,
 		SecurityContext:          RestrictedContext(),
 	}
+	// The sidecar's binary and image: its resources suit this too, and a
+	// namespace's LimitRange or ResourceQuota that asks every container
+	// for a limit or a request gets one (sidecar.resources).
+	if r := p.pol.Sidecar.Resources; r != nil {
+		init.Resources = *r.DeepCopy()
+	}
 	// Appended, not inserted, so the pod's own init containers keep their
 	// positions and the patch leaves them untouched.
 	pod.Spec.InitContainers = upsertAt(pod.Spec.InitContainers, init, len(pod.Spec.InitContainers))
