@@ -197,6 +197,9 @@ func Namespace(ctx context.Context, w io.Writer, o Options, ns string) (bool, er
 		r.line("no sparklet webhook is registered (no MutatingWebhookConfiguration has a %s webhook): install the chart", WebhookName)
 	}
 	o.policyLines(ctx, r, ns)
+	if o.Policy != nil {
+		o.injectedResources(ctx, r, ns, o.Policy.For(ns).Sidecar)
+	}
 	ok := len(matching) > 0
 	if ok {
 		fmt.Fprintf(w, "namespace/%s: pods labelled %s=driver will be injected\n", ns, vocab.LabelRole)

@@ -60,7 +60,7 @@ func DryRunPolicy(ctx context.Context, client kubernetes.Interface, p *policy.Po
 		}
 		// A container the dry run's LimitRange defaults would complete is
 		// judged here instead: the injected one does not get them.
-		if missing := missingUnderLimitRanges(ranges.Items, *r.r); len(missing) > 0 {
+		if missing := limitRangeProblems(ranges.Items, *r.r, false); len(missing) > 0 {
 			for _, m := range missing {
 				problems = append(problems, fmt.Sprintf("%s: in namespace %s, %s", r.path, ns, m))
 			}

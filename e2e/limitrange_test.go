@@ -28,10 +28,10 @@ const tunedSidecars = `sidecar:
 // the API server refuses every driver sparklet injects, in a message that
 // names neither container: the sidecar has no CPU limit (the LimitRange's
 // default comes before the webhook adds it) and the conf container's is
-// 50 times its request.
-// `sparklet policy validate --server-dry-run` names the policy fields;
-// with sidecar.resources and sidecar.confResources set within the ratio,
-// the policy is valid there and the driver it injects is admitted.
+// 50 times its request. `sparklet check` and `sparklet policy validate
+// --server-dry-run` name the policy fields; with sidecar.resources and
+// sidecar.confResources set within the ratio, the policy is valid there
+// and the driver it injects is admitted.
 func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 	ctx := ctxFor(t)
 	optedIn := namespace(t, true)
@@ -61,6 +61,12 @@ func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 		}
 		t.Logf("the API server to the injected %s: %v", file, err)
 	}
+
+	// sparklet check names the containers, the policy fields and the
+	// LimitRange.
+	requireLines(t, sparkletCheck(t, "-n", optedIn),
+		"sparklet-sidecar (the policy's sidecar.resources): LimitRange cpu-ratio requires a cpu limit",
+		"sparklet-spark-conf (the policy's sidecar.confResources): cpu limit 500m is 50 times its request 10m, above LimitRange cpu-ratio's maxLimitRequestRatio 10; the API server refuses every such driver")
 
 	example, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
@@ -197,6 +203,10 @@ func TestResourceQuotaAndInjectedContainers(t *testing.T) {
 		t.Fatalf("the injected driver under the quota: err %v, want the API server asking for limits.cpu", err)
 	}
 	t.Logf("the API server to the injected driver: %v", err)
+	requireLines(t, sparkletCheck(t, "-n", optedIn),
+		"sparklet-sidecar (the policy's sidecar.resources): ResourceQuota cpu counts limits.cpu, which every container then needs: set limits.cpu",
+		"sparklet-init, with sparklet.io/fetch (the policy's sidecar.resources): ResourceQuota cpu counts limits.cpu")
+	requireLines(t, sparkletCheck(t, "-n", requests), "LimitRanges and ResourceQuotas: sparklet's containers meet them")
 
 	example, err := os.ReadFile("../examples/policy.yaml")
 	if err != nil {
