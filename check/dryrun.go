@@ -51,22 +51,21 @@ func DryRunPolicy(ctx context.Context, client kubernetes.Interface, p *policy.Po
 	case err != nil:
 		return nil, nil, fmt.Errorf("list the LimitRanges of namespace %s: %w", ns, err)
 	}
-	for _, r := range []struct {
-		path, container string
-		r               *corev1.ResourceRequirements
-	}{{"sidecar.resources", patches.SidecarName, p.Sidecar.Resources}, {"sidecar.confResources", patches.ConfInitName, p.Sidecar.ConfResources}} {
-		if r.r == nil {
-			continue
+	judged := map[string]bool{}
+	for _, c := range addedContainers(p.Sidecar) {
+		if judged[c.field] {
+			continue // the same field's resources, judged once
 		}
+		judged[c.field] = true
 		// A container the dry run's LimitRange defaults would complete is
 		// judged here instead: the injected one does not get them.
-		if missing := limitRangeProblems(ranges.Items, *r.r, false); len(missing) > 0 {
+		if missing := limitRangeProblems(ranges.Items, c.r, false); len(missing) > 0 {
 			for _, m := range missing {
-				problems = append(problems, fmt.Sprintf("%s: in namespace %s, %s", r.path, ns, m))
+				problems = append(problems, fmt.Sprintf("%s: in namespace %s, %s", c.field, ns, m))
 			}
 			continue
 		}
-		sections = append(sections, section{r.path, ns, injectedOf(r.container, *r.r)})
+		sections = append(sections, section{c.field, ns, injectedOf(c.name, c.r)})
 	}
 	for _, name := range slices.Sorted(maps.Keys(p.Namespaces)) {
 		n := p.Namespaces[name]

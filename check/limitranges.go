@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -131,6 +130,31 @@ func sortedUnion(a, b corev1.ResourceList) []corev1.ResourceName {
 	return slices.Sorted(maps.Keys(set))
 }
 
+// addedContainer is a container sparklet adds to drivers, when it does
+// (a note, or empty for every driver), the policy field that gives its
+// resources, and those resources.
+type addedContainer struct {
+	name, when, field string
+	r                 corev1.ResourceRequirements
+}
+
+// addedContainers are the containers sparklet adds to drivers, with the
+// resources s gives them (patches: addSidecar, addConfInit,
+// addInitContainer).
+func addedContainers(s policy.Sidecar) []addedContainer {
+	of := func(r *corev1.ResourceRequirements) corev1.ResourceRequirements {
+		if r == nil {
+			return corev1.ResourceRequirements{}
+		}
+		return *r
+	}
+	return []addedContainer{
+		{patches.SidecarName, "", "sidecar.resources", of(s.Resources)},
+		{patches.ConfInitName, "", "sidecar.confResources", of(s.ConfResources)},
+		{patches.InitName, "with sparklet.io/fetch", "sidecar.resources", of(s.Resources)},
+	}
+}
+
 // injectedResources writes, for `sparklet check namespace`, what the
 // namespace's LimitRanges and ResourceQuotas say of the containers that
 // sparklet adds to its drivers, with the resources the policy gives them.
@@ -141,29 +165,21 @@ func (o Options) injectedResources(ctx context.Context, r *report, ns string, s 
 		return
 	}
 	quotas, err := o.Client.CoreV1().ResourceQuotas(ns).List(ctx, metav1.ListOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	if err != nil {
 		r.line("ResourceQuotas: not read: %v", apiMessage(err))
 		return
 	}
 	if len(ranges.Items) == 0 && len(quotas.Items) == 0 {
 		return
 	}
-	containers := []struct {
-		name, field string
-		r           *corev1.ResourceRequirements
-	}{
-		{patches.SidecarName, "sidecar.resources", s.Resources},
-		{patches.ConfInitName, "sidecar.confResources", s.ConfResources},
-		{patches.InitName + ", with sparklet.io/fetch", "sidecar.resources", s.Resources},
-	}
 	fits := true
-	for _, c := range containers {
-		var res corev1.ResourceRequirements
-		if c.r != nil {
-			res = *c.r
+	for _, c := range addedContainers(s) {
+		name := c.name
+		if c.when != "" {
+			name += ", " + c.when
 		}
-		for _, p := range append(limitRangeProblems(ranges.Items, res, true), quotaProblems(quotas.Items, res)...) {
-			r.line("%s (the policy's %s): %s; the API server refuses every such driver", c.name, c.field, p)
+		for _, p := range append(limitRangeProblems(ranges.Items, c.r, true), quotaProblems(quotas.Items, c.r)...) {
+			r.line("%s (the policy's %s): %s; the API server refuses every such driver", name, c.field, p)
 			fits = false
 		}
 	}

@@ -18,19 +18,30 @@ import (
 	"github.com/sparklet/sparklet/vocab"
 )
 
+// sparklet runs the CLI from SPARKLET_BIN_DIR against the local control
+// plane with stdin, and returns its stdout, stderr and exit code.
+func sparklet(t *testing.T, stdin []byte, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), append(args, "--kubeconfig", env.Cluster.Kubeconfig())...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+		t.Fatal(err)
+	}
+	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+}
+
 // sparkletCheck runs `sparklet check` against the local control plane with
 // the webhook's policy file.
 func sparkletCheck(t *testing.T, args ...string) string {
 	t.Helper()
 	policy, _ := filepath.Abs("../examples/policy.yaml")
-	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
-		append([]string{"check", "--kubeconfig", env.Cluster.Kubeconfig(), "--policy", policy}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("sparklet check %v: %v\n%s%s", args, err, out.String(), errb.String())
+	out, errOut, code := sparklet(t, nil, append([]string{"check", "--policy", policy}, args...)...)
+	if code != 0 {
+		t.Fatalf("sparklet check %v: exit %d\n%s%s", args, code, out, errOut)
 	}
-	return out.String()
+	return out
 }
 
 func requireLines(t *testing.T, out string, want ...string) {
@@ -157,10 +168,8 @@ func TestPolicyValidateServerDryRun(t *testing.T) {
 		return f
 	}
 	validate := func(args ...string) (string, int) {
-		cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
-			append([]string{"policy", "validate", "--server-dry-run", "--kubeconfig", env.Cluster.Kubeconfig()}, args...)...)
-		out, _ := cmd.CombinedOutput()
-		return string(out), cmd.ProcessState.ExitCode()
+		out, errOut, code := sparklet(t, nil, append([]string{"policy", "validate", "--server-dry-run"}, args...)...)
+		return out + errOut, code
 	}
 	example, _ := filepath.Abs("../examples/policy.yaml")
 	if out, code := validate("-n", ns, example); code != 0 {
@@ -218,13 +227,7 @@ func TestInjectReadsThePolicyFromTheCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	inject := func(args ...string) (string, string, int) {
-		cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"),
-			append([]string{"inject", "-f", "-", "--kubeconfig", env.Cluster.Kubeconfig(), "--log-level=error"}, args...)...)
-		cmd.Stdin = bytes.NewReader(pod)
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		_ = cmd.Run()
-		return out.String(), errb.String(), cmd.ProcessState.ExitCode()
+		return sparklet(t, pod, append([]string{"inject", "-f", "-", "--log-level=error"}, args...)...)
 	}
 	out, stderr, code := inject("-n", ns, "--policy-namespace", testenv.WebhookNamespace, "--policy-configmap", cmName)
 	if code != 0 || strings.TrimSpace(stderr) != "pod/spark-pi: injected" {

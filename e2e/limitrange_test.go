@@ -1,9 +1,7 @@
 package e2e
 
 import (
-	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -116,50 +114,6 @@ func TestLimitRangeRatioAndInjectedContainers(t *testing.T) {
 	}
 }
 
-// plainNamespace creates a namespace that has not opted in, with the
-// example policy's driver ServiceAccount, for drivers that sparklet inject
-// injected.
-func plainNamespace(t *testing.T, name string) string {
-	t.Helper()
-	if err := env.CreateNamespace(ctxFor(t), name, false); err != nil {
-		t.Fatal(err)
-	}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}
-	if _, err := env.Client.CoreV1().ServiceAccounts(name).Create(ctxFor(t), sa, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	return name
-}
-
-// injectedBy is the pod that sparklet inject makes of pod (YAML) for
-// namespace ns with the policy file.
-func injectedBy(t *testing.T, pod []byte, ns, policyFile string) *corev1.Pod {
-	t.Helper()
-	out, stderr, code := sparklet(t, pod, "inject", "-f", "-", "-n", ns, "--policy", policyFile, "--log-level=error")
-	if code != 0 {
-		t.Fatalf("inject with %s: exit %d\n%s", filepath.Base(policyFile), code, stderr)
-	}
-	var injected corev1.Pod
-	if err := yaml.UnmarshalStrict([]byte(out), &injected); err != nil {
-		t.Fatalf("inject with %s printed no pod: %v\n%s", filepath.Base(policyFile), err, out)
-	}
-	return &injected
-}
-
-// sparklet runs the CLI from SPARKLET_BIN_DIR against the local control
-// plane with stdin, and returns its stdout, stderr and exit code.
-func sparklet(t *testing.T, stdin []byte, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(filepath.Join(os.Getenv("SPARKLET_BIN_DIR"), "sparklet"), append(args, "--kubeconfig", env.Cluster.Kubeconfig())...)
-	cmd.Stdin = bytes.NewReader(stdin)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), cmd.ProcessState.ExitCode()
-}
-
 // A ResourceQuota makes the API server ask every container, init
 // containers too, for the requests and limits it counts. The built-in
 // resources have every request, so a quota on requests admits the driver
@@ -223,4 +177,34 @@ func TestResourceQuotaAndInjectedContainers(t *testing.T) {
 	if _, err := env.Client.CoreV1().Pods(plain).Create(ctx, injectedBy(t, pod, plain, tuned), dryRun); err != nil {
 		t.Errorf("the driver injected with sidecar.resources and confResources under the quota: %v, want it admitted", err)
 	}
+}
+
+// plainNamespace creates a namespace that has not opted in, with the
+// example policy's driver ServiceAccount, for drivers that sparklet inject
+// injected.
+func plainNamespace(t *testing.T, name string) string {
+	t.Helper()
+	if err := env.CreateNamespace(ctxFor(t), name, false); err != nil {
+		t.Fatal(err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: testenv.DriverServiceAccount}}
+	if _, err := env.Client.CoreV1().ServiceAccounts(name).Create(ctxFor(t), sa, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return name
+}
+
+// injectedBy is the pod that sparklet inject makes of pod (YAML) for
+// namespace ns with the policy file.
+func injectedBy(t *testing.T, pod []byte, ns, policyFile string) *corev1.Pod {
+	t.Helper()
+	out, stderr, code := sparklet(t, pod, "inject", "-f", "-", "-n", ns, "--policy", policyFile, "--log-level=error")
+	if code != 0 {
+		t.Fatalf("inject with %s: exit %d\n%s", filepath.Base(policyFile), code, stderr)
+	}
+	var injected corev1.Pod
+	if err := yaml.UnmarshalStrict([]byte(out), &injected); err != nil {
+		t.Fatalf("inject with %s printed no pod: %v\n%s", filepath.Base(policyFile), err, out)
+	}
+	return &injected
 }
